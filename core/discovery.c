@@ -1,0 +1,141 @@
+// Plugin discovery, in the order of DESIGN.md section 3: the application's
+// explicit path, TSR_PLUGIN_PATH, the installed plugin folder, then the
+// folder of libtessera.so. Every rejected candidate is kept with its reason.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "log.h"
+#include "runtime.h"
+
+#ifndef TSR_INSTALLED_PLUGIN_DIR
+#define TSR_INSTALLED_PLUGIN_DIR "/usr/local/lib/tessera"
+#endif
+
+static void reject(tsr_context *context, const char *path, tsr_status status, const char *reason) {
+  int32_t capacity = (int32_t)(sizeof(context->rejected) / sizeof(context->rejected[0]));
+  if (context->rejected_count >= capacity) return;
+  struct tsr_rejected_entry *r = &context->rejected[context->rejected_count];
+  r->path = strdup(path);
+  r->reason = strdup(reason);
+  r->status = status;
+  if (r->path == NULL || r->reason == NULL) {
+    free(r->path);
+    free(r->reason);
+    return;
+  }
+  ++context->rejected_count;
+  tsr_log(TSR_LOG_DEBUG, "plugin %s rejected: %s", path, reason);
+}
+
+static int already_seen(const tsr_context *context, const char *real) {
+  for (int32_t i = 0; i < context->plugin_count; ++i) {
+    if (strcmp(context->plugins[i]->path, real) == 0) return 1;
+  }
+  for (int32_t i = 0; i < context->rejected_count; ++i) {
+    char *r = realpath(context->rejected[i].path, NULL);
+    int same = r != NULL && strcmp(r, real) == 0;
+    free(r);
+    if (same) return 1;
+  }
+  return 0;
+}
+
+static void try_file(tsr_context *context, const char *path) {
+  char *real = realpath(path, NULL);
+  if (real == NULL) {
+    reject(context, path, TSR_NOT_FOUND, "no such file");
+    return;
+  }
+  int seen = already_seen(context, real);
+  free(real);
+  if (seen) return;
+  if (context->plugin_count == TSR_MAX_PLUGINS) {
+    reject(context, path, TSR_OUT_OF_MEMORY, "too many plugins");
+    return;
+  }
+  tsr_plugin *plugin = NULL;
+  tsr_error_clear();
+  tsr_status status = tsr_registry_plugin_acquire(context, path, &plugin);
+  if (status != TSR_OK) {
+    reject(context, path, status, tsr_error_message());
+    return;
+  }
+  context->plugins[context->plugin_count++] = plugin;
+  for (int32_t i = 0; i < plugin->device_count && context->device_count < TSR_MAX_DEVICES; ++i) {
+    context->devices[context->device_count++] = plugin->devices[i];
+    if (plugin->devices[i]->owner == NULL) plugin->devices[i]->owner = context;
+  }
+}
+
+static int is_plugin_name(const char *name) {
+  size_t n = strlen(name);
+  return strncmp(name, "libtessera-", 11) == 0 && n > 14 && strcmp(name + n - 3, ".so") == 0;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+// Loads every libtessera-*.so in |folder|, in name order so runs agree.
+static void try_folder(tsr_context *context, const char *folder) {
+  DIR *dir = opendir(folder);
+  if (dir == NULL) return;
+  char *names[256];
+  int count = 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL && count < 256) {
+    if (is_plugin_name(entry->d_name)) names[count++] = strdup(entry->d_name);
+  }
+  closedir(dir);
+  qsort(names, (size_t)count, sizeof(char *), compare_names);
+  for (int i = 0; i < count; ++i) {
+    if (names[i] == NULL) continue;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", folder, names[i]);
+    try_file(context, path);
+    free(names[i]);
+  }
+}
+
+static void try_path_list(tsr_context *context, const char *list) {
+  if (list == NULL || list[0] == '\0') return;
+  char *copy = strdup(list);
+  if (copy == NULL) return;
+  char *save = NULL;
+  for (char *item = strtok_r(copy, ":", &save); item; item = strtok_r(NULL, ":", &save)) {
+    struct stat st;
+    if (stat(item, &st) != 0) {
+      reject(context, item, TSR_NOT_FOUND, "no such file or folder");
+    } else if (S_ISDIR(st.st_mode)) {
+      try_folder(context, item);
+    } else {
+      try_file(context, item);
+    }
+  }
+  free(copy);
+}
+
+tsr_status tsr_discovery_run(tsr_context *context, const tsr_context_options *options) {
+  const char *explicit_path = options ? options->plugin_path : NULL;
+  uint32_t flags = options ? options->flags : 0;
+  try_path_list(context, explicit_path);
+  if (!(flags & TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY)) {
+    try_path_list(context, getenv("TSR_PLUGIN_PATH"));
+    try_folder(context, TSR_INSTALLED_PLUGIN_DIR);
+    Dl_info info;
+    if (dladdr((void *)&tsr_discovery_run, &info) != 0 && info.dli_fname != NULL) {
+      char *copy = strdup(info.dli_fname);
+      if (copy != NULL) {
+        try_folder(context, dirname(copy));
+        free(copy);
+      }
+    }
+  }
+  return TSR_OK;
+}

@@ -1,0 +1,62 @@
+// Plan cache: a device's plans keyed by the full op signature.
+//
+// Lookups are lock-free (open addressing over atomic slots that are written
+// once); inserts take a per-cache mutex, which only plan misses reach. Entries
+// live until the cache is destroyed with its device.
+#ifndef TESSERA_CORE_PLAN_CACHE_H_
+#define TESSERA_CORE_PLAN_CACHE_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "tessera/abi.h"
+
+#define TSR_PLAN_CACHE_SLOTS 8192
+// Words of a serialised key: header, per operand (packed word + sizes +
+// strides), attributes up to 512 bytes.
+#define TSR_PLAN_KEY_MAX_WORDS (4 + TSR_MAX_OPERANDS * (1 + 2 * TSR_MAX_RANK) + 64)
+
+typedef struct tsr_plan_key {
+  uint32_t length;  // words used
+  uint64_t hash;
+  uint64_t words[TSR_PLAN_KEY_MAX_WORDS];
+} tsr_plan_key;
+
+typedef struct tsr_plan_entry {
+  uint64_t hash;
+  tsr_plugin_plan *plan;     // NULL when the op falls back to ref
+  tsr_plan_info info;
+  char *fallback_reason;     // why the device refused it (fallback entries)
+  uint32_t key_length;
+  uint64_t key[];            // key_length words
+} tsr_plan_entry;
+
+typedef struct tsr_plan_cache {
+  _Atomic(tsr_plan_entry *) slots[TSR_PLAN_CACHE_SLOTS];
+  atomic_uint_fast64_t hits;
+  atomic_uint_fast64_t misses;
+  atomic_uint_fast64_t entries;
+  pthread_mutex_t insert_lock;
+} tsr_plan_cache;
+
+// Serialises |signature| (op, device, math mode, flags, every operand's
+// dtype, sizes, strides, alignment and alias group, and the attribute bytes)
+// into |out_key|. Returns TSR_INVALID_ARGUMENT if the attributes are larger
+// than a key holds. Thread-safe.
+tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *out_key);
+
+void tsr_plan_cache_init(tsr_plan_cache *cache);
+// Destroys every plan through |destroy| and frees the entries. Not thread-safe.
+void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plugin_plan *));
+// The entry for |key| or NULL. Lock-free; thread-safe.
+const tsr_plan_entry *tsr_plan_cache_lookup(tsr_plan_cache *cache, const tsr_plan_key *key);
+// Inserts a copy of |key| mapped to |plan|; if an equal key is present (a
+// concurrent insert won), returns that entry and the caller destroys its
+// plan. *out_entry is NULL when the cache is full (the caller then owns and
+// destroys |plan| after use). Thread-safe.
+tsr_status tsr_plan_cache_insert(tsr_plan_cache *cache, const tsr_plan_key *key,
+                                 tsr_plugin_plan *plan, const tsr_plan_info *info,
+                                 const char *fallback_reason, const tsr_plan_entry **out_entry);
+
+#endif  // TESSERA_CORE_PLAN_CACHE_H_

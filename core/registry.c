@@ -1,0 +1,310 @@
+// The process-wide plugin table: loading, version negotiation, the host
+// table each plugin receives, and the shared thread pool.
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+#include "runtime.h"
+#include "thread_pool.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static tsr_plugin *loaded[TSR_MAX_PLUGINS];
+static int32_t loaded_count;
+static tsr_thread_pool *pool;
+static int32_t pool_refs;
+
+// --- the host table -------------------------------------------------------
+
+static void host_log(void *ctx, tsr_log_level_t level, const char *message) {
+  const tsr_plugin *plugin = ctx;
+  const char *name = plugin && plugin->api && plugin->api->name ? plugin->api->name : "plugin";
+  if (message == NULL) return;
+  tsr_log(level, "%s: %s", name, message);
+}
+
+static tsr_status host_error_set(void *ctx, tsr_status code, const char *format, ...) {
+  (void)ctx;
+  va_list args;
+  va_start(args, format);
+  tsr_error_vset(code, format, args);
+  va_end(args);
+  return code;
+}
+
+static void *host_mem_alloc(void *ctx, size_t bytes, size_t alignment) {
+  (void)ctx;
+  if (alignment < 16 || (alignment & (alignment - 1)) != 0) return NULL;
+  if (bytes > SIZE_MAX - alignment) return NULL;
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  return aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+}
+
+static void host_mem_free(void *ctx, void *ptr) {
+  (void)ctx;
+  free(ptr);
+}
+
+static tsr_status host_parallel_for(void *ctx, int64_t count, int64_t grain, tsr_parallel_fn fn,
+                                    void *arg) {
+  (void)ctx;
+  if (fn == NULL || count < 0) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: fn %s, count %lld",
+                         fn ? "set" : "NULL", (long long)count);
+  }
+  tsr_thread_pool *p = pool;
+  if (p == NULL) {
+    if (count > 0) fn(arg, 0, count, 0);
+    return TSR_OK;
+  }
+  return tsr_thread_pool_parallel_for(p, count, grain, fn, arg);
+}
+
+static int32_t host_thread_count(void *ctx) {
+  (void)ctx;
+  return pool ? tsr_thread_pool_thread_count(pool) : 1;
+}
+
+static void host_table_fill(tsr_plugin *plugin) {
+  tsr_host_api *h = &plugin->host;
+  memset(h, 0, sizeof(*h));
+  h->struct_size = sizeof(*h);
+  h->abi_major = TSR_ABI_VERSION_MAJOR;
+  h->abi_minor = TSR_ABI_VERSION_MINOR;
+  h->ctx = plugin;
+  h->log = host_log;
+  h->error_set = host_error_set;
+  h->mem_alloc = host_mem_alloc;
+  h->mem_free = host_mem_free;
+  h->parallel_for = host_parallel_for;
+  h->thread_count = host_thread_count;
+}
+
+// --- thread pool ----------------------------------------------------------
+
+tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads) {
+  tsr_status status = TSR_OK;
+  pthread_mutex_lock(&registry_lock);
+  if (pool == NULL) {
+    if (num_threads <= 0) {
+      const char *env = getenv("TSR_NUM_THREADS");
+      num_threads = env ? atoi(env) : 0;
+    }
+    if (num_threads <= 0) num_threads = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (num_threads <= 0) num_threads = 1;
+    status = tsr_thread_pool_create(num_threads, &pool);
+  }
+  if (status == TSR_OK) ++pool_refs;
+  pthread_mutex_unlock(&registry_lock);
+  return status;
+}
+
+void tsr_registry_thread_pool_release(void) {
+  pthread_mutex_lock(&registry_lock);
+  if (--pool_refs == 0) {
+    tsr_thread_pool_destroy(pool);
+    pool = NULL;
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+tsr_thread_pool *tsr_registry_thread_pool(void) { return pool; }
+
+// --- plugins --------------------------------------------------------------
+
+// Required entries: a plugin without them cannot hold a tensor.
+static const char *missing_required(const tsr_plugin_api *api) {
+#define REQUIRE(field) \
+  if (!TSR_ABI_HAS(api, tsr_plugin_api, field)) return #field;
+  REQUIRE(probe)
+  REQUIRE(device_count_get)
+  REQUIRE(device_props_get)
+  REQUIRE(buffer_alloc)
+  REQUIRE(buffer_free)
+  REQUIRE(copy_host_to_device)
+  REQUIRE(copy_device_to_host)
+  REQUIRE(copy_device_to_device)
+  REQUIRE(stream_create)
+  REQUIRE(stream_destroy)
+  REQUIRE(stream_synchronize)
+#undef REQUIRE
+  if (!TSR_ABI_COVERS(api, tsr_plugin_api, build_info) || api->name == NULL ||
+      api->name[0] == '\0') {
+    return "name";
+  }
+  return NULL;
+}
+
+static void plugin_shutdown(tsr_plugin *plugin) {
+  for (int32_t i = 0; i < plugin->device_count; ++i) tsr_device_destroy(plugin->devices[i]);
+  plugin->device_count = 0;
+  if (TSR_ABI_HAS(plugin->api, tsr_plugin_api, shutdown)) plugin->api->shutdown();
+}
+
+// Runs the entry, checks the ABI, init, probe and devices. On failure the
+// error is set and the plugin is left shut down (but not dlclosed: its code
+// may have started threads we cannot see).
+static tsr_status plugin_start(tsr_plugin *plugin) {
+  dlerror();
+  void *symbol = dlsym(plugin->dl_handle, TSR_PLUGIN_ENTRY_NAME);
+  if (symbol == NULL) {
+    const char *why = dlerror();
+    return tsr_error_set(TSR_NOT_FOUND, "no %s symbol (%s)", TSR_PLUGIN_ENTRY_NAME,
+                         why ? why : "dlsym returned NULL");
+  }
+  tsr_plugin_entry_fn entry;
+  memcpy(&entry, &symbol, sizeof(entry));
+  host_table_fill(plugin);
+  tsr_error_clear();
+  const tsr_plugin_api *api = NULL;
+  tsr_status status = entry(&plugin->host, &api);
+  if (status != TSR_OK) {
+    if (tsr_error_message()[0] == '\0') tsr_error_set(status, "entry failed");
+    tsr_error_set(status, "entry returned %s: %s", tsr_status_name(status), tsr_error_message());
+    return status;
+  }
+  if (api == NULL || api->struct_size < offsetof(tsr_plugin_api, name)) {
+    return tsr_error_set(TSR_ABI_MISMATCH, "entry returned no plugin table or one too small");
+  }
+  if (api->abi_major != TSR_ABI_VERSION_MAJOR) {
+    return tsr_error_set(TSR_ABI_MISMATCH, "ABI mismatch: plugin built against %u.%u, core is %d.%d",
+                         api->abi_major, api->abi_minor, TSR_ABI_VERSION_MAJOR,
+                         TSR_ABI_VERSION_MINOR);
+  }
+  const char *missing = missing_required(api);
+  if (missing != NULL) {
+    return tsr_error_set(TSR_ABI_MISMATCH, "plugin table lacks the required entry '%s'", missing);
+  }
+  plugin->api = api;
+  for (int32_t i = 0; i < loaded_count; ++i) {
+    if (loaded[i] != plugin && loaded[i]->api && loaded[i]->context_refs > 0 &&
+        strcmp(loaded[i]->api->name, api->name) == 0) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "a plugin named '%s' is already loaded from %s",
+                           api->name, loaded[i]->path);
+    }
+  }
+  if (TSR_ABI_HAS(api, tsr_plugin_api, init)) {
+    tsr_error_clear();
+    status = api->init();
+    if (status != TSR_OK) {
+      tsr_error_set(status, "init failed (%s): %s", tsr_status_name(status), tsr_error_message());
+      return status;
+    }
+  }
+  tsr_error_clear();
+  status = api->probe();
+  if (status != TSR_OK) {
+    tsr_error_set(status, "probe: %s", tsr_error_message());
+    if (TSR_ABI_HAS(api, tsr_plugin_api, shutdown)) api->shutdown();
+    return status;
+  }
+  int32_t count = 0;
+  status = api->device_count_get(&count);
+  if (status == TSR_OK && (count < 0 || count > TSR_MAX_DEVICES)) {
+    status = tsr_error_set(TSR_INTERNAL, "device_count_get gave %d devices", count);
+  }
+  for (int32_t i = 0; status == TSR_OK && i < count; ++i) {
+    status = tsr_device_create(plugin, i, &plugin->devices[i]);
+    if (status == TSR_OK) plugin->device_count = i + 1;
+  }
+  if (status != TSR_OK) {
+    tsr_error_prefix("devices");
+    plugin_shutdown(plugin);
+  }
+  return status;
+}
+
+tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
+                                       tsr_plugin **out_plugin) {
+  (void)context;
+  *out_plugin = NULL;
+  char *real = realpath(path, NULL);
+  if (real == NULL) return tsr_error_set(TSR_NOT_FOUND, "cannot resolve the path");
+  pthread_mutex_lock(&registry_lock);
+  tsr_plugin *plugin = NULL;
+  for (int32_t i = 0; i < loaded_count; ++i) {
+    if (strcmp(loaded[i]->path, real) == 0) plugin = loaded[i];
+  }
+  tsr_status status = TSR_OK;
+  if (plugin != NULL && plugin->context_refs > 0) {
+    ++plugin->context_refs;
+    free(real);
+    *out_plugin = plugin;
+    pthread_mutex_unlock(&registry_lock);
+    return TSR_OK;
+  }
+  if (plugin == NULL) {
+    if (loaded_count == TSR_MAX_PLUGINS) {
+      free(real);
+      pthread_mutex_unlock(&registry_lock);
+      return tsr_error_set(TSR_OUT_OF_MEMORY, "more than %d plugins", TSR_MAX_PLUGINS);
+    }
+    dlerror();
+    void *handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+      const char *why = dlerror();
+      tsr_error_set(TSR_NOT_FOUND, "dlopen failed: %s", why ? why : "unknown error");
+      free(real);
+      pthread_mutex_unlock(&registry_lock);
+      return TSR_NOT_FOUND;
+    }
+    plugin = calloc(1, sizeof(*plugin));
+    if (plugin == NULL) {
+      dlclose(handle);
+      free(real);
+      pthread_mutex_unlock(&registry_lock);
+      return tsr_error_set(TSR_OUT_OF_MEMORY, "no memory for a plugin record");
+    }
+    plugin->path = real;
+    plugin->dl_handle = handle;
+    // A library without an entry never ran code of ours: close it again.
+    if (dlsym(handle, TSR_PLUGIN_ENTRY_NAME) == NULL) {
+      status = tsr_error_set(TSR_NOT_FOUND, "not a Tessera plugin: no exported %s symbol",
+                             TSR_PLUGIN_ENTRY_NAME);
+      dlclose(handle);
+      free(plugin->path);
+      free(plugin);
+      pthread_mutex_unlock(&registry_lock);
+      return status;
+    }
+    loaded[loaded_count++] = plugin;
+  } else {
+    free(real);
+  }
+  status = plugin_start(plugin);
+  if (status == TSR_OK) {
+    plugin->context_refs = 1;
+    *out_plugin = plugin;
+  } else {
+    plugin->api = NULL;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return status;
+}
+
+void tsr_registry_plugin_release(tsr_plugin *plugin) {
+  if (plugin == NULL) return;
+  pthread_mutex_lock(&registry_lock);
+  if (--plugin->context_refs == 0) {
+    plugin_shutdown(plugin);
+    plugin->api = NULL;
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+tsr_device *tsr_registry_ref_device(void) {
+  tsr_device *device = NULL;
+  pthread_mutex_lock(&registry_lock);
+  for (int32_t i = 0; i < loaded_count && device == NULL; ++i) {
+    tsr_plugin *p = loaded[i];
+    if (p->context_refs > 0 && p->api && strcmp(p->api->name, "ref") == 0 && p->device_count > 0) {
+      device = p->devices[0];
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return device;
+}

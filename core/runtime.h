@@ -1,0 +1,214 @@
+// The core's objects: loaded plugins, devices, streams, storage and tensors.
+//
+// Plugins and devices are process-wide: a plugin's table and host binding are
+// global to its shared object, so two contexts that find the same plugin
+// share one loaded copy (reference-counted by the contexts using it). A
+// context holds the list of devices its discovery found, its default device,
+// fallback policy and sticky error.
+#ifndef TESSERA_CORE_RUNTIME_H_
+#define TESSERA_CORE_RUNTIME_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "plan_cache.h"
+#include "tessera/tessera.h"
+
+#define TSR_MAX_PLUGINS 32
+#define TSR_STORAGE_MAX_STREAMS 4
+
+typedef struct tsr_plugin tsr_plugin;
+
+struct tsr_plugin {
+  char *path;                    // realpath of the shared object
+  void *dl_handle;               // never dlclosed once its entry ran
+  const tsr_plugin_api *api;
+  tsr_host_api host;             // host.ctx points back at this record
+  int32_t context_refs;          // contexts using it; guarded by the registry lock
+  int32_t device_count;
+  tsr_device *devices[TSR_MAX_DEVICES];
+};
+
+// A device of a loaded plugin. Lives as long as its plugin stays loaded.
+struct tsr_device {
+  tsr_plugin *plugin;
+  int32_t index;                 // inside the plugin
+  int32_t global_id;             // index into the process's device table
+  char name[64];                 // "ref:0"
+  tsr_device_props props;
+  tsr_stream *default_stream;
+  tsr_plan_cache plan_cache;
+  atomic_int lost;               // set on TSR_DEVICE_LOST; refuses further work
+  tsr_context *owner;            // the context that created it (for sticky errors)
+  atomic_uint_least8_t fallback_warned[TSR_OP_COUNT];
+};
+
+struct tsr_stream {
+  atomic_int refs;
+  tsr_device *device;
+  tsr_plugin_stream *handle;
+  // Scratch for plans with a workspace. Streams are in-order, so one buffer
+  // serves every op queued on the stream; a second thread using the stream
+  // at the same moment takes a temporary one instead.
+  atomic_int workspace_busy;
+  tsr_plugin_buffer *workspace;
+  uint64_t workspace_bytes;
+};
+
+struct tsr_event {
+  tsr_device *device;
+  tsr_plugin_event *handle;
+};
+
+typedef struct tsr_storage {
+  atomic_int refs;
+  tsr_device *device;
+  tsr_plugin_buffer *buffer;
+  uint64_t bytes;
+  atomic_uint_fast64_t version;
+  // Streams that used the storage, so that its free waits for all of them.
+  // A storage used by more streams than fit sets |many_streams|; its free
+  // then waits for the whole device.
+  _Atomic(tsr_stream *) streams[TSR_STORAGE_MAX_STREAMS];
+  atomic_int many_streams;
+  struct tsr_storage *next_free;
+} tsr_storage;
+
+struct tsr_tensor {
+  atomic_int refs;
+  tsr_dtype_t dtype;
+  int32_t rank;
+  tsr_storage *storage;
+  tsr_device *device;
+  int64_t offset;                // in elements
+  int64_t sizes[TSR_MAX_RANK];
+  int64_t strides[TSR_MAX_RANK];
+  struct tsr_tensor *next_free;
+};
+
+struct tsr_context {
+  int32_t device_count;
+  tsr_device *devices[TSR_MAX_DEVICES];
+  _Atomic(tsr_device *) default_device;
+  int32_t plugin_count;
+  tsr_plugin *plugins[TSR_MAX_PLUGINS];
+  int32_t rejected_count;
+  struct tsr_rejected_entry {
+    char *path;
+    char *reason;
+    tsr_status status;
+  } rejected[TSR_MAX_PLUGINS * 2];
+  atomic_int fallback_policy;
+  atomic_uint_fast64_t fallback_ops, fallback_copies, fallback_refusals;
+  // Sticky first error.
+  pthread_mutex_t error_lock;
+  atomic_int error_status;
+  char error_message[1024];
+};
+
+// --- registry.c: the process-wide plugin and device tables --------------
+
+// Loads (or reuses) the plugin at |path| for |context|; on rejection returns
+// the status with the reason as this thread's error. Thread-safe.
+tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
+                                       tsr_plugin **out_plugin);
+// Drops |context|'s use of |plugin|; the last user shuts it down. Thread-safe.
+void tsr_registry_plugin_release(tsr_plugin *plugin);
+// The ref device loaded in this process, or NULL. Thread-safe.
+tsr_device *tsr_registry_ref_device(void);
+// The process thread pool (created with the first context). Thread-safe.
+struct tsr_thread_pool *tsr_registry_thread_pool(void);
+tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads);
+void tsr_registry_thread_pool_release(void);
+
+// --- discovery.c --------------------------------------------------------
+
+// Finds plugin candidates in discovery order and loads each, filling the
+// context's plugin and rejected lists. Thread-safe.
+tsr_status tsr_discovery_run(tsr_context *context, const tsr_context_options *options);
+
+// --- device.c ------------------------------------------------------------
+
+tsr_status tsr_device_create(tsr_plugin *plugin, int32_t index, tsr_device **out_device);
+void tsr_device_destroy(tsr_device *device);
+// Marks |device| lost when |status| says so. Returns |status|.
+tsr_status tsr_device_check_status(tsr_device *device, tsr_status status);
+
+// --- stream.c ------------------------------------------------------------
+
+tsr_status tsr_stream_create_internal(tsr_device *device, uint32_t flags, tsr_stream **out_stream);
+// The calling thread's current stream for |device|. Never NULL.
+tsr_stream *tsr_stream_current(tsr_device *device);
+// Takes the stream's workspace of at least |bytes| or a temporary one;
+// give it back with tsr_stream_workspace_release. Thread-safe.
+tsr_status tsr_stream_workspace_acquire(tsr_stream *stream, uint64_t bytes,
+                                        tsr_plugin_buffer **out_buffer, int *out_temporary);
+void tsr_stream_workspace_release(tsr_stream *stream, tsr_plugin_buffer *buffer, int temporary);
+
+// --- storage.c -----------------------------------------------------------
+
+// Allocates storage of |bytes| on |device|, stream-ordered on |stream|.
+tsr_status tsr_storage_create(tsr_device *device, uint64_t bytes, tsr_stream *stream,
+                              tsr_storage **out_storage);
+void tsr_storage_retain(tsr_storage *storage);
+// Frees the storage after the work of every stream that used it.
+void tsr_storage_release(tsr_storage *storage);
+// Records that |stream| uses |storage|. Lock-free.
+void tsr_storage_mark_used(tsr_storage *storage, tsr_stream *stream);
+
+// --- tensor.c ------------------------------------------------------------
+
+// A tensor handle from this thread's free list (refs = 1), over |storage|
+// (retained). Sizes/strides are copied.
+tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
+                            const int64_t *sizes, const int64_t *strides, int64_t offset);
+// A contiguous tensor with fresh storage on the current stream of |device|.
+tsr_tensor *tsr_tensor_alloc(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes);
+// Validates dtype/rank/sizes and computes numel; checks int64 and byte overflow.
+tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
+                           const int64_t *sizes, int64_t *out_numel);
+// Frees this thread's cached storage records.
+void tsr_storage_free_list_trim(void);
+// Frees this thread's cached tensor and storage handles.
+void tsr_tensor_free_lists_trim(void);
+
+// --- dispatch.c ----------------------------------------------------------
+
+// Runs |op| on the device of its operands (see tsr_op_run).
+tsr_status tsr_dispatch(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+                        int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs);
+// Runs a prepared |signature| on |device|: plan from the cache, execution on
+// the current stream; falls back to ref when allowed. |inputs|/|outputs| may
+// be NULL (no stream bookkeeping then).
+tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *signature,
+                                      tsr_tensor *const *inputs, tsr_tensor *const *outputs,
+                                      int allow_fallback);
+// Fills |desc| for |tensor|.
+void tsr_dispatch_desc_fill(const tsr_tensor *tensor, tsr_tensor_desc *desc);
+
+// --- context.c -----------------------------------------------------------
+
+// Records |status| with this thread's message as |context|'s first error (if
+// none yet) and returns |status|. Thread-safe.
+tsr_status tsr_context_fail(tsr_context *context, tsr_status status);
+// Sets this thread's error and the sticky error of |device|'s context.
+tsr_status tsr_fail(const tsr_device *device, tsr_status status, const char *format, ...)
+    TSR_ABI_PRINTF(3, 4);
+
+// --- fallback.c ----------------------------------------------------------
+
+// Runs |signature|'s op on the ref device, copying operands there and back,
+// under |device|'s context policy. Thread-safe.
+tsr_status tsr_fallback_run(tsr_device *device, const tsr_op_signature *signature,
+                            const char *reason, tsr_tensor *const *inputs,
+                            tsr_tensor *const *outputs);
+
+// --- op_probe.c ----------------------------------------------------------
+
+// Builds a small representative signature of |op| for |dtype| and asks the
+// plugin. Thread-safe.
+tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dtype);
+
+#endif  // TESSERA_CORE_RUNTIME_H_

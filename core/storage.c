@@ -1,0 +1,135 @@
+// Storage: a plugin buffer with a reference count, a version, and the set of
+// streams that used it, so that its free is ordered after all of their work.
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+// Storage records are recycled per thread so that an eager op allocates no
+// host memory after warm-up.
+#define TSR_FREE_LIST_CAP 1024
+static _Thread_local tsr_storage *tls_free_storage;
+static _Thread_local int tls_free_storage_count;
+
+static tsr_storage *storage_record_get(void) {
+  tsr_storage *s = tls_free_storage;
+  if (s != NULL) {
+    tls_free_storage = s->next_free;
+    --tls_free_storage_count;
+    return s;
+  }
+  return malloc(sizeof(tsr_storage));
+}
+
+static void storage_record_put(tsr_storage *s) {
+  if (tls_free_storage_count >= TSR_FREE_LIST_CAP) {
+    free(s);
+    return;
+  }
+  s->next_free = tls_free_storage;
+  tls_free_storage = s;
+  ++tls_free_storage_count;
+}
+
+void tsr_storage_free_list_trim(void) {
+  while (tls_free_storage != NULL) {
+    tsr_storage *s = tls_free_storage;
+    tls_free_storage = s->next_free;
+    free(s);
+  }
+  tls_free_storage_count = 0;
+}
+
+tsr_status tsr_storage_create(tsr_device *device, uint64_t bytes, tsr_stream *stream,
+                              tsr_storage **out_storage) {
+  *out_storage = NULL;
+  if (atomic_load_explicit(&device->lost, memory_order_relaxed)) {
+    return tsr_error_set(TSR_DEVICE_LOST, "%s is lost", device->name);
+  }
+  tsr_storage *s = storage_record_get();
+  if (s == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "no host memory for a storage record");
+  tsr_status status = device->plugin->api->buffer_alloc(device->index, bytes, stream->handle,
+                                                        &s->buffer);
+  if (status != TSR_OK) {
+    storage_record_put(s);
+    if (status == TSR_OUT_OF_MEMORY && tsr_error_message()[0] == '\0') {
+      tsr_error_set(status, "%llu bytes", (unsigned long long)bytes);
+    }
+    tsr_error_prefix(device->name);
+    return tsr_device_check_status(device, status);
+  }
+  atomic_init(&s->refs, 1);
+  s->device = device;
+  s->bytes = bytes;
+  atomic_init(&s->version, 0);
+  atomic_init(&s->streams[0], stream);
+  for (int i = 1; i < TSR_STORAGE_MAX_STREAMS; ++i) atomic_init(&s->streams[i], NULL);
+  atomic_init(&s->many_streams, 0);
+  atomic_fetch_add_explicit(&stream->refs, 1, memory_order_relaxed);
+  s->next_free = NULL;
+  *out_storage = s;
+  return TSR_OK;
+}
+
+void tsr_storage_retain(tsr_storage *storage) {
+  atomic_fetch_add_explicit(&storage->refs, 1, memory_order_relaxed);
+}
+
+void tsr_storage_mark_used(tsr_storage *storage, tsr_stream *stream) {
+  for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {
+    tsr_stream *seen = atomic_load_explicit(&storage->streams[i], memory_order_acquire);
+    if (seen == stream) return;
+    if (seen == NULL) {
+      tsr_stream *expected = NULL;
+      if (atomic_compare_exchange_strong(&storage->streams[i], &expected, stream)) {
+        atomic_fetch_add_explicit(&stream->refs, 1, memory_order_relaxed);
+        return;
+      }
+      if (expected == stream) return;
+    }
+  }
+  atomic_store(&storage->many_streams, 1);
+}
+
+void tsr_storage_release(tsr_storage *storage) {
+  if (storage == NULL) return;
+  if (atomic_fetch_sub_explicit(&storage->refs, 1, memory_order_acq_rel) != 1) return;
+  tsr_device *device = storage->device;
+  const tsr_plugin_api *api = device->plugin->api;
+  tsr_stream *owner = atomic_load(&storage->streams[0]);
+  tsr_plugin_stream *free_on = owner->handle;
+  if (atomic_load(&storage->many_streams)) {
+    // More streams used it than we tracked: free after all device work.
+    free_on = NULL;
+  } else if (atomic_load(&storage->streams[1]) != NULL) {
+    // Make the owner stream wait for every other user, then free on it.
+    int waited_all = 1;
+    for (int i = 1; i < TSR_STORAGE_MAX_STREAMS; ++i) {
+      tsr_stream *other = atomic_load(&storage->streams[i]);
+      if (other == NULL) break;
+      tsr_plugin_event *event = NULL;
+      if (!(device->props.flags & TSR_DEVICE_EVENTS) ||
+          api->event_create(device->index, 0, &event) != TSR_OK) {
+        waited_all = 0;
+        break;
+      }
+      if (api->event_record(event, other->handle) != TSR_OK ||
+          api->stream_wait_event(owner->handle, event) != TSR_OK) {
+        waited_all = 0;
+      }
+      // The wait holds what it needs; the plugin keeps the event alive
+      // until queued uses finish (event_destroy of a recorded event is
+      // deferred by contract). Synchronize first to stay safe everywhere.
+      api->event_synchronize(event);
+      api->event_destroy(event);
+    }
+    if (!waited_all) free_on = NULL;
+  }
+  api->buffer_free(storage->buffer, free_on);
+  for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {
+    tsr_stream *s = atomic_load(&storage->streams[i]);
+    if (s != NULL) tsr_stream_release(s);
+  }
+  storage_record_put(storage);
+}

@@ -1,0 +1,182 @@
+// Tensor handles: reference-counted views over storage, recycled per thread.
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+#define TSR_FREE_LIST_CAP 1024
+static _Thread_local tsr_tensor *tls_free_tensors;
+static _Thread_local int tls_free_tensor_count;
+
+
+void tsr_tensor_free_lists_trim(void) {
+  while (tls_free_tensors != NULL) {
+    tsr_tensor *t = tls_free_tensors;
+    tls_free_tensors = t->next_free;
+    free(t);
+  }
+  tls_free_tensor_count = 0;
+  tsr_storage_free_list_trim();
+}
+
+static const char *dtype_name(tsr_dtype_t dtype) {
+  static const char *names[] = {"float32", "float64", "bfloat16", "float16",
+                                "int32",   "int64",   "bool"};
+  return dtype >= 0 && dtype < TSR_DTYPE_COUNT ? names[dtype] : "unknown";
+}
+
+tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
+                           const int64_t *sizes, int64_t *out_numel) {
+  if (dtype < 0 || dtype >= TSR_DTYPE_COUNT) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: dtype %d is not a Tessera dtype", what, dtype);
+  }
+  if (rank < 0 || rank > TSR_MAX_RANK) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: rank %d is outside [0, %d]", what, rank,
+                         TSR_MAX_RANK);
+  }
+  if (rank > 0 && sizes == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: sizes is NULL for rank %d", what, rank);
+  }
+  int64_t numel = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (sizes[d] < 0) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: sizes[%d] is %lld (negative)", what, d,
+                           (long long)sizes[d]);
+    }
+    if (sizes[d] != 0 && numel > INT64_MAX / sizes[d]) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: element count overflows int64 at sizes[%d]",
+                           what, d);
+    }
+    numel *= sizes[d];
+  }
+  int64_t elem = (int64_t)tsr_dtype_size(dtype);
+  if (numel > INT64_MAX / elem) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %lld elements of %s overflow a byte count", what,
+                         (long long)numel, dtype_name(dtype));
+  }
+  *out_numel = numel;
+  return TSR_OK;
+}
+
+tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
+                            const int64_t *sizes, const int64_t *strides, int64_t offset) {
+  tsr_tensor *t = tls_free_tensors;
+  if (t != NULL) {
+    tls_free_tensors = t->next_free;
+    --tls_free_tensor_count;
+  } else {
+    t = malloc(sizeof(*t));
+    if (t == NULL) {
+      tsr_error_set(TSR_OUT_OF_MEMORY, "no host memory for a tensor handle");
+      return NULL;
+    }
+  }
+  atomic_init(&t->refs, 1);
+  t->dtype = dtype;
+  t->rank = rank;
+  t->storage = storage;
+  t->device = storage->device;
+  t->offset = offset;
+  for (int32_t d = 0; d < rank; ++d) {
+    t->sizes[d] = sizes[d];
+    t->strides[d] = strides[d];
+  }
+  t->next_free = NULL;
+  tsr_storage_retain(storage);
+  return t;
+}
+
+tsr_tensor *tsr_tensor_alloc(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes) {
+  int64_t numel = 0;
+  if (tsr_shape_check("tensor", dtype, rank, sizes, &numel) != TSR_OK) {
+    tsr_fail(device, tsr_error_status(), "%s", tsr_error_message());
+    return NULL;
+  }
+  int64_t strides[TSR_MAX_RANK];
+  int64_t stride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= sizes[d] > 0 ? sizes[d] : 1;
+  }
+  tsr_storage *storage = NULL;
+  tsr_status status = tsr_storage_create(device, (uint64_t)numel * tsr_dtype_size(dtype),
+                                         tsr_stream_current(device), &storage);
+  if (status != TSR_OK) {
+    tsr_fail(device, status, "%s", tsr_error_message());
+    return NULL;
+  }
+  tsr_tensor *t = tsr_tensor_make(storage, dtype, rank, sizes, strides, 0);
+  tsr_storage_release(storage);  // the tensor holds it now
+  return t;
+}
+
+// --- public tensor API ----------------------------------------------------
+
+tsr_tensor *tsr_tensor_retain(tsr_tensor *tensor) {
+  if (tensor != NULL) atomic_fetch_add_explicit(&tensor->refs, 1, memory_order_relaxed);
+  return tensor;
+}
+
+void tsr_tensor_release(tsr_tensor *tensor) {
+  if (tensor == NULL) return;
+  if (atomic_fetch_sub_explicit(&tensor->refs, 1, memory_order_acq_rel) != 1) return;
+  tsr_storage_release(tensor->storage);
+  if (tls_free_tensor_count >= TSR_FREE_LIST_CAP) {
+    free(tensor);
+    return;
+  }
+  tensor->next_free = tls_free_tensors;
+  tls_free_tensors = tensor;
+  ++tls_free_tensor_count;
+}
+
+tsr_dtype_t tsr_tensor_dtype(const tsr_tensor *tensor) { return tensor ? tensor->dtype : -1; }
+int32_t tsr_tensor_rank(const tsr_tensor *tensor) { return tensor ? tensor->rank : -1; }
+
+int64_t tsr_tensor_size(const tsr_tensor *tensor, int32_t dim) {
+  if (tensor == NULL) return -1;
+  if (dim < 0) dim += tensor->rank;
+  return dim >= 0 && dim < tensor->rank ? tensor->sizes[dim] : -1;
+}
+
+int64_t tsr_tensor_stride(const tsr_tensor *tensor, int32_t dim) {
+  if (tensor == NULL) return -1;
+  if (dim < 0) dim += tensor->rank;
+  return dim >= 0 && dim < tensor->rank ? tensor->strides[dim] : -1;
+}
+
+const int64_t *tsr_tensor_sizes(const tsr_tensor *tensor) { return tensor ? tensor->sizes : NULL; }
+const int64_t *tsr_tensor_strides(const tsr_tensor *tensor) {
+  return tensor ? tensor->strides : NULL;
+}
+
+int64_t tsr_tensor_numel(const tsr_tensor *tensor) {
+  if (tensor == NULL) return -1;
+  int64_t n = 1;
+  for (int32_t d = 0; d < tensor->rank; ++d) n *= tensor->sizes[d];
+  return n;
+}
+
+int64_t tsr_tensor_offset(const tsr_tensor *tensor) { return tensor ? tensor->offset : -1; }
+
+int tsr_tensor_is_contiguous(const tsr_tensor *tensor) {
+  if (tensor == NULL) return 0;
+  int64_t expected = 1;
+  for (int32_t d = tensor->rank - 1; d >= 0; --d) {
+    if (tensor->sizes[d] != 1 && tensor->strides[d] != expected) return 0;
+    expected *= tensor->sizes[d];
+  }
+  return 1;
+}
+
+tsr_device *tsr_tensor_device(const tsr_tensor *tensor) { return tensor ? tensor->device : NULL; }
+
+uint64_t tsr_tensor_storage_version(const tsr_tensor *tensor) {
+  return tensor ? atomic_load(&tensor->storage->version) : 0;
+}
+
+int tsr_tensor_shares_storage(const tsr_tensor *a, const tsr_tensor *b) {
+  return a != NULL && b != NULL && a->storage == b->storage;
+}

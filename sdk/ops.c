@@ -1,0 +1,245 @@
+// Op functions: shape inference, the output tensor, then one dispatch.
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+static tsr_tensor *op_fail(const tsr_tensor *t, tsr_status status) {
+  tsr_fail(t ? t->device : NULL, status, "%s", tsr_error_message());
+  return NULL;
+}
+
+// NumPy broadcasting of |a| and |b|'s shapes.
+static tsr_status broadcast_shape(const char *what, int32_t count, tsr_tensor *const *ts,
+                                  int32_t *out_rank, int64_t *out_sizes) {
+  int32_t rank = 0;
+  for (int32_t i = 0; i < count; ++i) rank = ts[i]->rank > rank ? ts[i]->rank : rank;
+  for (int32_t d = 0; d < rank; ++d) out_sizes[d] = 1;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t shift = rank - ts[i]->rank;
+    for (int32_t d = 0; d < ts[i]->rank; ++d) {
+      int64_t s = ts[i]->sizes[d];
+      int64_t *o = &out_sizes[d + shift];
+      if (s == *o || s == 1) continue;
+      if (*o == 1) {
+        *o = s;
+        continue;
+      }
+      return tsr_error_set(TSR_INVALID_ARGUMENT,
+                           "%s: operand %d has size %lld at dim %d, which does not broadcast "
+                           "against %lld",
+                           what, i, (long long)s, d, (long long)*o);
+    }
+  }
+  *out_rank = rank;
+  return TSR_OK;
+}
+
+static tsr_status check_inputs(const char *what, int32_t count, tsr_tensor *const *ts) {
+  for (int32_t i = 0; i < count; ++i) {
+    if (ts[i] == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: operand %d is NULL", what, i);
+  }
+  return TSR_OK;
+}
+
+// Allocates the output of an elementwise op of |inputs| and runs it.
+static tsr_tensor *elementwise(tsr_op_id_t op, int32_t count, tsr_tensor *const *inputs,
+                               tsr_dtype_t out_dtype, const void *attrs) {
+  const char *what = tsr_op_name(op);
+  if (check_inputs(what, count, inputs) != TSR_OK) return NULL;
+  int32_t rank = 0;
+  int64_t sizes[TSR_MAX_RANK];
+  if (broadcast_shape(what, count, inputs, &rank, sizes) != TSR_OK) {
+    return op_fail(inputs[0], TSR_INVALID_ARGUMENT);
+  }
+  tsr_tensor *out = tsr_tensor_alloc(inputs[0]->device, out_dtype, rank, sizes);
+  if (out == NULL) return NULL;
+  if (tsr_dispatch(op, count, inputs, 1, &out, attrs) != TSR_OK) {
+    tsr_tensor_release(out);
+    return NULL;
+  }
+  return out;
+}
+
+tsr_tensor *tsr_unary(tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
+  if (x == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "unary: x is NULL");
+    return NULL;
+  }
+  tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
+  return elementwise(TSR_OP_UNARY, 1, &x, x->dtype, &attrs);
+}
+
+tsr_status tsr_unary_out(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
+  if (out == NULL || x == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "unary_out: %s is NULL", out ? "x" : "out");
+  }
+  tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
+  return tsr_dispatch(TSR_OP_UNARY, 1, &x, 1, &out, &attrs);
+}
+
+tsr_tensor *tsr_unary_backward(tsr_tensor *dy, tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
+  tsr_tensor *inputs[2] = {dy, x};
+  if (check_inputs("unary_backward", 2, inputs) != TSR_OK) return NULL;
+  tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
+  return elementwise(TSR_OP_UNARY_BACKWARD, 2, inputs, x->dtype, &attrs);
+}
+
+tsr_tensor *tsr_binary(tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn, double alpha) {
+  tsr_tensor *inputs[2] = {a, b};
+  if (check_inputs("binary", 2, inputs) != TSR_OK) return NULL;
+  tsr_binary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
+  return elementwise(TSR_OP_BINARY, 2, inputs, a->dtype, &attrs);
+}
+
+tsr_status tsr_binary_out(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn,
+                          double alpha) {
+  tsr_tensor *inputs[2] = {a, b};
+  if (out == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "binary_out: out is NULL");
+  TSR_RETURN_IF_ERROR(check_inputs("binary_out", 2, inputs));
+  tsr_binary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
+  return tsr_dispatch(TSR_OP_BINARY, 2, inputs, 1, &out, &attrs);
+}
+
+tsr_tensor *tsr_compare(tsr_tensor *a, tsr_tensor *b, tsr_compare_fn_t fn) {
+  tsr_tensor *inputs[2] = {a, b};
+  tsr_compare_attrs attrs = {sizeof(attrs), fn, 0};
+  return elementwise(TSR_OP_COMPARE, 2, inputs, TSR_BOOL, &attrs);
+}
+
+tsr_tensor *tsr_where(tsr_tensor *cond, tsr_tensor *a, tsr_tensor *b) {
+  tsr_tensor *inputs[3] = {cond, a, b};
+  if (check_inputs("where", 3, inputs) != TSR_OK) return NULL;
+  return elementwise(TSR_OP_WHERE, 3, inputs, a->dtype, NULL);
+}
+
+tsr_tensor *tsr_clamp(tsr_tensor *x, int has_min, double min, int has_max, double max) {
+  if (x == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "clamp: x is NULL");
+    return NULL;
+  }
+  tsr_clamp_attrs attrs = {sizeof(attrs), min, max, has_min != 0, has_max != 0};
+  return elementwise(TSR_OP_CLAMP, 1, &x, x->dtype, &attrs);
+}
+
+// Drops the size-1 dims in |mask| from a contiguous result.
+static tsr_tensor *squeeze_mask(tsr_tensor *t, uint32_t mask) {
+  int64_t sizes[TSR_MAX_RANK];
+  int32_t rank = 0;
+  for (int32_t d = 0; d < t->rank; ++d) {
+    if (!(mask & (1u << d))) sizes[rank++] = t->sizes[d];
+  }
+  tsr_tensor *v = tsr_view(t, rank, sizes);
+  tsr_tensor_release(t);
+  return v;
+}
+
+tsr_tensor *tsr_reduce(tsr_tensor *x, tsr_reduce_fn_t fn, int32_t num_axes, const int32_t *axes,
+                       int keepdim) {
+  if (x == NULL || (num_axes > 0 && axes == NULL) || num_axes < 0) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "reduce: %s", x ? "axes is NULL or negative count" : "x is NULL");
+    return x ? op_fail(x, TSR_INVALID_ARGUMENT) : NULL;
+  }
+  uint32_t mask = 0;
+  if (num_axes == 0) {
+    mask = x->rank ? (1u << x->rank) - 1u : 0u;
+  }
+  for (int32_t i = 0; i < num_axes; ++i) {
+    int32_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (a < 0 || a >= x->rank || (mask & (1u << a))) {
+      tsr_error_set(TSR_INVALID_ARGUMENT, "reduce: axes[%d] = %d is out of range or repeated for "
+                    "rank %d", i, axes[i], x->rank);
+      return op_fail(x, TSR_INVALID_ARGUMENT);
+    }
+    mask |= 1u << a;
+  }
+  int64_t sizes[TSR_MAX_RANK];
+  for (int32_t d = 0; d < x->rank; ++d) sizes[d] = (mask & (1u << d)) ? 1 : x->sizes[d];
+  tsr_tensor *out = tsr_tensor_alloc(x->device, x->dtype, x->rank, sizes);
+  if (out == NULL) return NULL;
+  tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
+  if (tsr_dispatch(TSR_OP_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
+    tsr_tensor_release(out);
+    return NULL;
+  }
+  return keepdim ? out : squeeze_mask(out, mask);
+}
+
+tsr_tensor *tsr_arg_reduce(tsr_tensor *x, tsr_arg_reduce_fn_t fn, int32_t axis, int keepdim) {
+  if (x == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: x is NULL");
+    return NULL;
+  }
+  int32_t a = axis < 0 ? axis + x->rank : axis;
+  if (a < 0 || a >= x->rank) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: axis %d for rank %d", axis, x->rank);
+    return op_fail(x, TSR_INVALID_ARGUMENT);
+  }
+  int64_t sizes[TSR_MAX_RANK];
+  memcpy(sizes, x->sizes, sizeof(sizes));
+  sizes[a] = 1;
+  tsr_tensor *out = tsr_tensor_alloc(x->device, TSR_INT64, x->rank, sizes);
+  if (out == NULL) return NULL;
+  tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, a};
+  if (tsr_dispatch(TSR_OP_ARG_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
+    tsr_tensor_release(out);
+    return NULL;
+  }
+  return keepdim ? out : squeeze_mask(out, 1u << a);
+}
+
+tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
+                          tsr_activation_t activation) {
+  tsr_tensor *operands[2] = {a, b};
+  if (check_inputs("matmul", 2, operands) != TSR_OK) return NULL;
+  if (a->rank < 1 || b->rank < 1) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: ranks %d and %d (rank 0 has no matrix product)",
+                  a->rank, b->rank);
+    return op_fail(a, TSR_INVALID_ARGUMENT);
+  }
+  // Rank-1 operands become matrices as in NumPy, and the result loses the dim.
+  tsr_tensor *a2 = a->rank == 1 ? tsr_view(a, 2, (int64_t[]){1, a->sizes[0]}) : tsr_tensor_retain(a);
+  tsr_tensor *b2 = b->rank == 1 ? tsr_view(b, 2, (int64_t[]){b->sizes[0], 1}) : tsr_tensor_retain(b);
+  tsr_tensor *out = NULL;
+  if (a2 == NULL || b2 == NULL) goto done;
+  int64_t m = a2->sizes[a2->rank - 2], k = a2->sizes[a2->rank - 1];
+  int64_t k2 = b2->sizes[b2->rank - 2], n = b2->sizes[b2->rank - 1];
+  if (k != k2) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: a is [..., %lld, %lld] and b is [..., %lld, %lld]; "
+                  "the inner sizes differ", (long long)m, (long long)k, (long long)k2, (long long)n);
+    op_fail(a, TSR_INVALID_ARGUMENT);
+    goto done;
+  }
+  int32_t rank = a2->rank > b2->rank ? a2->rank : b2->rank;
+  int64_t sizes[TSR_MAX_RANK];
+  for (int32_t d = 0; d < rank - 2; ++d) {
+    int32_t da = d - (rank - a2->rank), db = d - (rank - b2->rank);
+    int64_t sa = da >= 0 ? a2->sizes[da] : 1, sb = db >= 0 ? b2->sizes[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1) {
+      tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: batch sizes %lld and %lld at dim %d do not "
+                    "broadcast", (long long)sa, (long long)sb, d);
+      op_fail(a, TSR_INVALID_ARGUMENT);
+      goto done;
+    }
+    sizes[d] = sa == 1 ? sb : sa;
+  }
+  sizes[rank - 2] = m;
+  sizes[rank - 1] = n;
+  out = tsr_tensor_alloc(a->device, a->dtype, rank, sizes);
+  if (out == NULL) goto done;
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, activation, bias != NULL};
+  tsr_tensor *inputs[3] = {a2, b2, bias};
+  if (tsr_dispatch(TSR_OP_MATMUL, bias ? 3 : 2, inputs, 1, &out, &attrs) != TSR_OK) {
+    tsr_tensor_release(out);
+    out = NULL;
+    goto done;
+  }
+  if (a->rank == 1 || b->rank == 1) {
+    uint32_t mask = (a->rank == 1 ? 1u << (rank - 2) : 0u) | (b->rank == 1 ? 1u << (rank - 1) : 0u);
+    out = squeeze_mask(out, mask);
+  }
+done:
+  tsr_tensor_release(a2);
+  tsr_tensor_release(b2);
+  return out;
+}

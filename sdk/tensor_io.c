@@ -1,0 +1,157 @@
+// Creating tensors and moving their contents between host and devices.
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+// Element order of a strided tensor, walked as a row-major odometer.
+typedef struct strided_walk {
+  int32_t rank;
+  int64_t index[TSR_MAX_RANK];
+} strided_walk;
+
+tsr_tensor *tsr_tensor_empty(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes) {
+  if (device == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_empty: device is NULL");
+    return NULL;
+  }
+  return tsr_tensor_alloc(device, dtype, rank, sizes);
+}
+
+tsr_tensor *tsr_tensor_full(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                            const int64_t *sizes, double value) {
+  tsr_tensor *t = tsr_tensor_empty(device, dtype, rank, sizes);
+  if (t == NULL) return NULL;
+  if (tsr_fill_(t, value) != TSR_OK) {
+    tsr_tensor_release(t);
+    return NULL;
+  }
+  return t;
+}
+
+tsr_tensor *tsr_tensor_from_host(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                                 const int64_t *sizes, const void *data) {
+  tsr_tensor *t = tsr_tensor_empty(device, dtype, rank, sizes);
+  if (t == NULL) return NULL;
+  uint64_t bytes = t->storage->bytes;
+  if (bytes > 0 && data == NULL) {
+    tsr_fail(device, TSR_INVALID_ARGUMENT, "tensor_from_host: data is NULL for %llu bytes",
+             (unsigned long long)bytes);
+    tsr_tensor_release(t);
+    return NULL;
+  }
+  if (bytes > 0) {
+    tsr_stream *stream = tsr_stream_current(device);
+    tsr_status status = device->plugin->api->copy_host_to_device(stream->handle, data,
+                                                                 t->storage->buffer, 0, bytes);
+    if (status != TSR_OK) {
+      tsr_error_prefix("tensor_from_host");
+      tsr_fail(device, tsr_device_check_status(device, status), "%s", tsr_error_message());
+      tsr_tensor_release(t);
+      return NULL;
+    }
+    atomic_fetch_add(&t->storage->version, 1);
+  }
+  return t;
+}
+
+tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_bytes) {
+  if (tensor == NULL || (dst == NULL && dst_bytes != 0)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: %s is NULL",
+                         tensor ? "dst" : "tensor");
+  }
+  tsr_device *device = tensor->device;
+  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
+  if (bytes != dst_bytes) {
+    return tsr_fail(device, TSR_INVALID_ARGUMENT,
+                    "tensor_to_host: dst_bytes is %zu, the tensor holds %llu bytes", dst_bytes,
+                    (unsigned long long)bytes);
+  }
+  if (bytes == 0) return TSR_OK;
+  tsr_tensor *source = (tsr_tensor *)tensor;
+  tsr_tensor *packed = NULL;
+  if (!tsr_tensor_is_contiguous(tensor)) {
+    packed = tsr_contiguous(source);
+    if (packed == NULL) return tsr_error_status();
+    source = packed;
+  }
+  tsr_stream *stream = tsr_stream_current(device);
+  tsr_status status = device->plugin->api->copy_device_to_host(
+      stream->handle, source->storage->buffer,
+      (uint64_t)source->offset * tsr_dtype_size(source->dtype), dst, bytes);
+  tsr_tensor_release(packed);
+  if (status != TSR_OK) {
+    tsr_error_prefix("tensor_to_host");
+    return tsr_fail(device, tsr_device_check_status(device, status), "%s", tsr_error_message());
+  }
+  return TSR_OK;
+}
+
+tsr_tensor *tsr_tensor_to_device(const tsr_tensor *tensor, tsr_device *device) {
+  if (tensor == NULL || device == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_device: %s is NULL",
+                  tensor ? "device" : "tensor");
+    return NULL;
+  }
+  if (device == tensor->device) return tsr_contiguous((tsr_tensor *)tensor);
+  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
+  void *staging = bytes ? malloc(bytes) : NULL;
+  if (bytes && staging == NULL) {
+    tsr_fail(device, TSR_OUT_OF_MEMORY, "tensor_to_device: no host memory for %llu bytes",
+             (unsigned long long)bytes);
+    return NULL;
+  }
+  tsr_tensor *result = NULL;
+  if (tsr_tensor_to_host(tensor, staging, bytes) == TSR_OK) {
+    result = tsr_tensor_from_host(device, tensor->dtype, tensor->rank, tensor->sizes, staging);
+  }
+  free(staging);
+  return result;
+}
+
+tsr_status tsr_fill_(tsr_tensor *tensor, double value) {
+  if (tensor == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "fill_: tensor is NULL");
+  tsr_fill_attrs attrs = {sizeof(attrs), value};
+  return tsr_dispatch(TSR_OP_FILL, 0, NULL, 1, &tensor, &attrs);
+}
+
+tsr_status tsr_copy_(tsr_tensor *dst, tsr_tensor *src) {
+  if (dst == NULL || src == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "copy_: %s is NULL", dst ? "src" : "dst");
+  }
+  tsr_tensor *inputs[1] = {src};
+  return tsr_dispatch(dst->dtype == src->dtype ? TSR_OP_COPY : TSR_OP_CAST, 1, inputs, 1, &dst,
+                      NULL);
+}
+
+tsr_tensor *tsr_contiguous(tsr_tensor *tensor) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "contiguous: tensor is NULL");
+    return NULL;
+  }
+  if (tsr_tensor_is_contiguous(tensor)) return tsr_tensor_retain(tensor);
+  tsr_tensor *out = tsr_tensor_alloc(tensor->device, tensor->dtype, tensor->rank, tensor->sizes);
+  if (out == NULL) return NULL;
+  if (tsr_copy_(out, tensor) != TSR_OK) {
+    tsr_tensor_release(out);
+    return NULL;
+  }
+  return out;
+}
+
+tsr_tensor *tsr_cast(tsr_tensor *tensor, tsr_dtype_t dtype) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "cast: tensor is NULL");
+    return NULL;
+  }
+  tsr_tensor *out = tsr_tensor_alloc(tensor->device, dtype, tensor->rank, tensor->sizes);
+  if (out == NULL) return NULL;
+  tsr_tensor *inputs[1] = {tensor};
+  if (tsr_dispatch(TSR_OP_CAST, 1, inputs, 1, &out, NULL) != TSR_OK) {
+    tsr_tensor_release(out);
+    return NULL;
+  }
+  return out;
+}

@@ -1,0 +1,240 @@
+// Views: new sizes, strides and offset over the same storage.
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+static tsr_tensor *view_make(tsr_tensor *t, int32_t rank, const int64_t *sizes,
+                             const int64_t *strides, int64_t offset) {
+  return tsr_tensor_make(t->storage, t->dtype, rank, sizes, strides, offset);
+}
+
+static tsr_tensor *view_fail(const tsr_tensor *t, tsr_status status) {
+  tsr_fail(t ? t->device : NULL, status, "%s", tsr_error_message());
+  return NULL;
+}
+
+static int32_t dim_wrap(int32_t dim, int32_t rank) { return dim < 0 ? dim + rank : dim; }
+
+// Resolves one -1 in |sizes| against |numel|; checks the element count.
+static tsr_status sizes_resolve(const char *what, const tsr_tensor *t, int32_t rank,
+                                const int64_t *sizes, int64_t *out_sizes) {
+  if (rank < 0 || rank > TSR_MAX_RANK || (rank > 0 && sizes == NULL)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: rank %d with sizes %s", what, rank,
+                         sizes ? "given" : "NULL");
+  }
+  int64_t numel = tsr_tensor_numel(t);
+  int64_t known = 1;
+  int32_t infer = -1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (sizes[d] == -1 && infer < 0) {
+      infer = d;
+      continue;
+    }
+    if (sizes[d] < 0) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: sizes[%d] is %lld", what, d,
+                           (long long)sizes[d]);
+    }
+    if (sizes[d] != 0 && known > INT64_MAX / sizes[d]) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: element count overflows int64", what);
+    }
+    known *= sizes[d];
+    out_sizes[d] = sizes[d];
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: cannot infer sizes[%d] for %lld elements",
+                           what, infer, (long long)numel);
+    }
+    out_sizes[infer] = numel / known;
+    known = numel;
+  }
+  if (known != numel) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %lld elements cannot take a shape of %lld", what,
+                         (long long)numel, (long long)known);
+  }
+  return TSR_OK;
+}
+
+// Strides for |new_sizes| over |t| without copying, if they exist (the
+// algorithm of NumPy's attempt_nocopy_reshape: match runs of dims).
+static int strides_for_view(const tsr_tensor *t, int32_t rank, const int64_t *new_sizes,
+                            int64_t *out_strides) {
+  int32_t old_rank = 0;
+  int64_t old_sizes[TSR_MAX_RANK], old_strides[TSR_MAX_RANK];
+  for (int32_t d = 0; d < t->rank; ++d) {
+    if (t->sizes[d] == 0) {
+      int64_t s = 1;
+      for (int32_t k = rank - 1; k >= 0; --k) {
+        out_strides[k] = s;
+        s *= new_sizes[k] ? new_sizes[k] : 1;
+      }
+      return 1;
+    }
+    if (t->sizes[d] != 1) {
+      old_sizes[old_rank] = t->sizes[d];
+      old_strides[old_rank] = t->strides[d];
+      ++old_rank;
+    }
+  }
+  int32_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < rank && oi < old_rank) {
+    int64_t np = new_sizes[ni], op = old_sizes[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= rank) return 0;
+        np *= new_sizes[nj++];
+      } else {
+        if (oj >= old_rank) return 0;
+        op *= old_sizes[oj++];
+      }
+    }
+    for (int32_t k = oi; k < oj - 1; ++k) {
+      if (old_strides[k] != old_sizes[k + 1] * old_strides[k + 1]) return 0;
+    }
+    out_strides[nj - 1] = old_strides[oj - 1];
+    for (int32_t k = nj - 1; k > ni; --k) out_strides[k - 1] = out_strides[k] * new_sizes[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  int64_t last = ni > 0 ? out_strides[ni - 1] : 1;
+  for (int32_t k = ni; k < rank; ++k) out_strides[k] = last;
+  return 1;
+}
+
+tsr_tensor *tsr_view(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "view: tensor is NULL");
+    return NULL;
+  }
+  int64_t new_sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  if (sizes_resolve("view", tensor, rank, sizes, new_sizes) != TSR_OK) {
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  if (!strides_for_view(tensor, rank, new_sizes, strides)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT,
+                  "view: the strides of this tensor do not allow the shape; use tsr_reshape");
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+}
+
+tsr_tensor *tsr_reshape(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "reshape: tensor is NULL");
+    return NULL;
+  }
+  int64_t new_sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  if (sizes_resolve("reshape", tensor, rank, sizes, new_sizes) != TSR_OK) {
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  if (strides_for_view(tensor, rank, new_sizes, strides)) {
+    return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  }
+  tsr_tensor *packed = tsr_contiguous(tensor);
+  if (packed == NULL) return NULL;
+  tsr_tensor *result = tsr_view(packed, rank, new_sizes);
+  tsr_tensor_release(packed);
+  return result;
+}
+
+tsr_tensor *tsr_transpose(tsr_tensor *tensor, int32_t dim0, int32_t dim1) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "transpose: tensor is NULL");
+    return NULL;
+  }
+  int32_t a = dim_wrap(dim0, tensor->rank), b = dim_wrap(dim1, tensor->rank);
+  if (a < 0 || a >= tensor->rank || b < 0 || b >= tensor->rank) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "transpose: dims %d and %d for rank %d", dim0, dim1,
+                  tensor->rank);
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  memcpy(sizes, tensor->sizes, sizeof(sizes));
+  memcpy(strides, tensor->strides, sizeof(strides));
+  sizes[a] = tensor->sizes[b];
+  sizes[b] = tensor->sizes[a];
+  strides[a] = tensor->strides[b];
+  strides[b] = tensor->strides[a];
+  return view_make(tensor, tensor->rank, sizes, strides, tensor->offset);
+}
+
+tsr_tensor *tsr_permute(tsr_tensor *tensor, int32_t rank, const int32_t *dims) {
+  if (tensor == NULL || (dims == NULL && rank > 0)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "permute: %s is NULL", tensor ? "dims" : "tensor");
+    return tensor ? view_fail(tensor, TSR_INVALID_ARGUMENT) : NULL;
+  }
+  if (rank != tensor->rank) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "permute: %d dims given for rank %d", rank, tensor->rank);
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  int seen[TSR_MAX_RANK] = {0};
+  for (int32_t d = 0; d < rank; ++d) {
+    int32_t src = dim_wrap(dims[d], rank);
+    if (src < 0 || src >= rank || seen[src]) {
+      tsr_error_set(TSR_INVALID_ARGUMENT, "permute: dims[%d] = %d is out of range or repeated", d,
+                    dims[d]);
+      return view_fail(tensor, TSR_INVALID_ARGUMENT);
+    }
+    seen[src] = 1;
+    sizes[d] = tensor->sizes[src];
+    strides[d] = tensor->strides[src];
+  }
+  return view_make(tensor, rank, sizes, strides, tensor->offset);
+}
+
+tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t end, int64_t step) {
+  if (tensor == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "slice: tensor is NULL");
+    return NULL;
+  }
+  int32_t d = dim_wrap(dim, tensor->rank);
+  if (d < 0 || d >= tensor->rank || step < 1) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "slice: dim %d of rank %d with step %lld", dim,
+                  tensor->rank, (long long)step);
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  int64_t n = tensor->sizes[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  if (start < 0) start = 0;
+  if (start > n) start = n;
+  if (end > n) end = n;
+  if (end < start) end = start;
+  int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  memcpy(sizes, tensor->sizes, sizeof(sizes));
+  memcpy(strides, tensor->strides, sizeof(strides));
+  sizes[d] = (end - start + step - 1) / step;
+  strides[d] = tensor->strides[d] * step;
+  int64_t offset = tensor->offset + (sizes[d] > 0 ? start * tensor->strides[d] : 0);
+  return view_make(tensor, tensor->rank, sizes, strides, offset);
+}
+
+tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
+  if (tensor == NULL || (sizes == NULL && rank > 0)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "expand: %s is NULL", tensor ? "sizes" : "tensor");
+    return tensor ? view_fail(tensor, TSR_INVALID_ARGUMENT) : NULL;
+  }
+  if (rank < tensor->rank || rank > TSR_MAX_RANK) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "expand: rank %d for a tensor of rank %d", rank,
+                  tensor->rank);
+    return view_fail(tensor, TSR_INVALID_ARGUMENT);
+  }
+  int64_t new_sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
+  int32_t shift = rank - tensor->rank;
+  for (int32_t d = 0; d < rank; ++d) {
+    int32_t src = d - shift;
+    int64_t have = src >= 0 ? tensor->sizes[src] : 1;
+    int64_t want = sizes[d] == -1 ? have : sizes[d];
+    if (sizes[d] == -1 && src < 0) want = -2;
+    if (want < 0 || (have != want && have != 1)) {
+      tsr_error_set(TSR_INVALID_ARGUMENT, "expand: size %lld at dim %d cannot become %lld",
+                    (long long)have, d, (long long)sizes[d]);
+      return view_fail(tensor, TSR_INVALID_ARGUMENT);
+    }
+    new_sizes[d] = want;
+    strides[d] = (src >= 0 && have == want) ? tensor->strides[src] : 0;
+  }
+  return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+}
