@@ -103,19 +103,39 @@ static void desc_extent(const tsr_tensor_desc *d, uint64_t *begin, uint64_t *end
 
 // Operands of one call that overlap in memory share an alias group, which is
 // part of the plan key: an in-place plan differs from an out-of-place one.
+// Groups are the connected components of the overlap relation, each named by
+// its lowest operand index.
 static void alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
-  for (int32_t i = 0; i < count; ++i) {
+  int32_t parent[TSR_MAX_OPERANDS];
+  int any = 0;
+  for (int32_t i = 0; i < count; ++i) parent[i] = i;
+  for (int32_t i = 1; i < count; ++i) {
     for (int32_t j = 0; j < i; ++j) {
       if (descs[i].buffer != descs[j].buffer || descs[i].buffer == NULL) continue;
       uint64_t bi, ei, bj, ej;
       desc_extent(&descs[i], &bi, &ei);
       desc_extent(&descs[j], &bj, &ej);
       if (bi < ej && bj < ei) {
-        if (descs[j].alias_group < 0) descs[j].alias_group = j;
-        descs[i].alias_group = descs[j].alias_group;
-        break;
+        int32_t ri = i, rj = j;
+        while (parent[ri] != ri) ri = parent[ri];
+        while (parent[rj] != rj) rj = parent[rj];
+        if (ri != rj) parent[ri > rj ? ri : rj] = ri < rj ? ri : rj;
+        any = 1;
       }
     }
+  }
+  if (!any) return;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t r = i;
+    while (parent[r] != r) r = parent[r];
+    int lone = 1;
+    for (int32_t k = 0; k < count && lone; ++k) {
+      if (k == i) continue;
+      int32_t rk = k;
+      while (parent[rk] != rk) rk = parent[rk];
+      if (rk == r) lone = 0;
+    }
+    descs[i].alias_group = lone ? -1 : r;
   }
 }
 
@@ -217,13 +237,8 @@ tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *sign
   args.saved_state_bytes = 0;
   int temporary = 0;
   tsr_status status = TSR_OK;
-  if (entry->info.saved_state_bytes != 0) {
-    status = tsr_error_set(TSR_UNSUPPORTED,
-                           "%s on %s: the plan needs %llu bytes of saved state, which only the "
-                           "autograd layer provides",
-                           tsr_op_name(signature->op), device->name,
-                           (unsigned long long)entry->info.saved_state_bytes);
-  }
+  // Saved state is optional on both sides (docs/abi.md): eager calls that
+  // keep no tape pass none and the plan skips saving.
   if (status == TSR_OK && args.workspace_bytes != 0) {
     status = tsr_stream_workspace_acquire(stream, args.workspace_bytes, &args.workspace, &temporary);
   }

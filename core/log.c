@@ -24,8 +24,10 @@ static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 static const char *const k_level_names[] = {"debug", "info", "warning", "error"};
 
 static tsr_log_level_t tsr_log_level_clamp(tsr_log_level_t level) {
-  if (level < TSR_LOG_DEBUG) return TSR_LOG_DEBUG;
-  if (level > TSR_LOG_ERROR) return TSR_LOG_ERROR;
+  if (level < TSR_LOG_DEBUG)
+    return TSR_LOG_DEBUG;
+  if (level > TSR_LOG_ERROR)
+    return TSR_LOG_ERROR;
   return level;
 }
 
@@ -50,7 +52,7 @@ void tsr_log_configure(const char *spec) {
     const char *name;
     int threshold;
   } k_specs[] = {
-      {"debug", TSR_LOG_DEBUG}, {"info", TSR_LOG_INFO},   {"warning", TSR_LOG_WARNING},
+      {"debug", TSR_LOG_DEBUG},  {"info", TSR_LOG_INFO},   {"warning", TSR_LOG_WARNING},
       {"warn", TSR_LOG_WARNING}, {"error", TSR_LOG_ERROR}, {"off", TSR_LOG_OFF},
   };
   if (spec == NULL || spec[0] == '\0') {
@@ -90,7 +92,8 @@ static void tsr_log_line_write(tsr_log_level_t level, const char *message, size_
   while (left > 0) {
     ssize_t written = writev(STDERR_FILENO, part, left);
     if (written < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       return;  // stderr closed or broken: nowhere to report it
     }
     size_t done = (size_t)written;
@@ -107,13 +110,16 @@ static void tsr_log_line_write(tsr_log_level_t level, const char *message, size_
 }
 
 void tsr_log_message(tsr_log_level_t level, const char *message) {
-  if (!tsr_log_enabled(level)) return;
-  if (message == NULL) message = "";
+  if (!tsr_log_enabled(level))
+    return;
+  if (message == NULL)
+    message = "";
   tsr_log_line_write(level, message, strlen(message));
 }
 
 void tsr_log(tsr_log_level_t level, const char *format, ...) {
-  if (!tsr_log_enabled(level) || format == NULL) return;
+  if (!tsr_log_enabled(level) || format == NULL)
+    return;
   char stack[TSR_LOG_MESSAGE_BYTES];
   char *heap = NULL;
   va_list args;

@@ -15,7 +15,7 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static tsr_plugin *loaded[TSR_MAX_PLUGINS];
 static int32_t loaded_count;
-static tsr_thread_pool *pool;
+static _Atomic(tsr_thread_pool *) pool;
 static int32_t pool_refs;
 
 // --- the host table -------------------------------------------------------
@@ -56,7 +56,7 @@ static tsr_status host_parallel_for(void *ctx, int64_t count, int64_t grain, tsr
     return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: fn %s, count %lld",
                          fn ? "set" : "NULL", (long long)count);
   }
-  tsr_thread_pool *p = pool;
+  tsr_thread_pool *p = atomic_load_explicit(&pool, memory_order_acquire);
   if (p == NULL) {
     if (count > 0) fn(arg, 0, count, 0);
     return TSR_OK;
@@ -66,7 +66,8 @@ static tsr_status host_parallel_for(void *ctx, int64_t count, int64_t grain, tsr
 
 static int32_t host_thread_count(void *ctx) {
   (void)ctx;
-  return pool ? tsr_thread_pool_thread_count(pool) : 1;
+  tsr_thread_pool *p = atomic_load_explicit(&pool, memory_order_acquire);
+  return p ? tsr_thread_pool_thread_count(p) : 1;
 }
 
 static void host_table_fill(tsr_plugin *plugin) {
@@ -96,7 +97,9 @@ tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads) {
     }
     if (num_threads <= 0) num_threads = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (num_threads <= 0) num_threads = 1;
-    status = tsr_thread_pool_create(num_threads, &pool);
+    tsr_thread_pool *created = NULL;
+    status = tsr_thread_pool_create(num_threads, &created);
+    if (status == TSR_OK) atomic_store_explicit(&pool, created, memory_order_release);
   }
   if (status == TSR_OK) ++pool_refs;
   pthread_mutex_unlock(&registry_lock);
@@ -106,13 +109,13 @@ tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads) {
 void tsr_registry_thread_pool_release(void) {
   pthread_mutex_lock(&registry_lock);
   if (--pool_refs == 0) {
-    tsr_thread_pool_destroy(pool);
-    pool = NULL;
+    tsr_thread_pool *p = atomic_exchange(&pool, NULL);
+    tsr_thread_pool_destroy(p);
   }
   pthread_mutex_unlock(&registry_lock);
 }
 
-tsr_thread_pool *tsr_registry_thread_pool(void) { return pool; }
+tsr_thread_pool *tsr_registry_thread_pool(void) { return atomic_load(&pool); }
 
 // --- plugins --------------------------------------------------------------
 

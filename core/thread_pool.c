@@ -114,8 +114,8 @@ static int tsr_spin_for_change(_Atomic uint32_t *word, uint32_t old, uint32_t *o
   }
 }
 
-static void tsr_chunk_bounds(int64_t count, int64_t num_chunks, int64_t chunk,
-                             int64_t *out_begin, int64_t *out_end) {
+static void tsr_chunk_bounds(int64_t count, int64_t num_chunks, int64_t chunk, int64_t *out_begin,
+                             int64_t *out_end) {
   int64_t base = count / num_chunks;
   int64_t extra = count % num_chunks;
   *out_begin = chunk * base + (chunk < extra ? chunk : extra);
@@ -136,7 +136,8 @@ static void tsr_chunks_run(tsr_parallel_fn fn, void *arg, int64_t count, int64_t
 // the futex once spinning has not found one.
 static uint32_t tsr_worker_job_wait(tsr_pool_worker *worker, uint32_t seen) {
   uint32_t seq;
-  if (tsr_spin_for_change(&worker->job_seq, seen, &seq)) return seq;
+  if (tsr_spin_for_change(&worker->job_seq, seen, &seq))
+    return seq;
   // seq_cst store then load, against the dispatcher's seq_cst store of
   // job_seq then load of |sleeping|: one of the two sees the other, so a
   // job is never posted to a worker that sleeps without being woken.
@@ -154,7 +155,8 @@ static void *tsr_worker_main(void *opaque) {
   uint32_t seen = 0;
   for (;;) {
     seen = tsr_worker_job_wait(worker, seen);
-    if (pool->stopping) break;
+    if (pool->stopping)
+      break;
     tsr_chunks_run(pool->fn, pool->arg, pool->count, pool->num_chunks, worker->index,
                    pool->num_threads, worker->index);
     // The last worker out wakes a dispatcher that stopped spinning. Same
@@ -182,9 +184,11 @@ static void tsr_worker_post(tsr_pool_worker *worker) {
 static void tsr_dispatcher_wait(tsr_thread_pool *pool) {
   uint32_t left = atomic_load_explicit(&pool->pending, memory_order_acquire);
   while (left != 0) {
-    if (!tsr_spin_for_change(&pool->pending, left, &left)) break;
+    if (!tsr_spin_for_change(&pool->pending, left, &left))
+      break;
   }
-  if (left == 0) return;
+  if (left == 0)
+    return;
   atomic_store_explicit(&pool->dispatcher_sleeping, 1, memory_order_seq_cst);
   while ((left = atomic_load_explicit(&pool->pending, memory_order_seq_cst)) != 0) {
     tsr_futex_wait(&pool->pending, left);
@@ -214,8 +218,8 @@ tsr_status tsr_thread_pool_create(int32_t num_threads, tsr_thread_pool **out_poo
   *out_pool = NULL;
   if (num_threads < 1 || num_threads > TSR_THREAD_POOL_MAX_THREADS) {
     return tsr_error_set(TSR_INVALID_ARGUMENT,
-                         "thread_pool_create: num_threads is %d, expected 1..%d",
-                         (int)num_threads, TSR_THREAD_POOL_MAX_THREADS);
+                         "thread_pool_create: num_threads is %d, expected 1..%d", (int)num_threads,
+                         TSR_THREAD_POOL_MAX_THREADS);
   }
   tsr_thread_pool *pool =
       aligned_alloc(TSR_CACHE_LINE, tsr_round_up(sizeof(tsr_thread_pool), TSR_CACHE_LINE));
@@ -249,7 +253,8 @@ tsr_status tsr_thread_pool_create(int32_t num_threads, tsr_thread_pool **out_poo
   int error = 0;
   for (int32_t i = 1; i < num_threads; ++i) {
     error = pthread_create(&workers[i].thread, NULL, tsr_worker_main, &workers[i]);
-    if (error != 0) break;
+    if (error != 0)
+      break;
     pool->started_workers = i;
     char name[32];  // "tessera-1023" fits the kernel's 16 bytes
     snprintf(name, sizeof(name), "tessera-%d", (int)i);
@@ -271,7 +276,8 @@ tsr_status tsr_thread_pool_create(int32_t num_threads, tsr_thread_pool **out_poo
 }
 
 void tsr_thread_pool_destroy(tsr_thread_pool *pool) {
-  if (pool == NULL) return;
+  if (pool == NULL)
+    return;
   tsr_pool_free(pool);
 }
 
@@ -281,8 +287,10 @@ int32_t tsr_thread_pool_thread_count(const tsr_thread_pool *pool) {
 
 tsr_status tsr_thread_pool_parallel_for(tsr_thread_pool *pool, int64_t count, int64_t grain,
                                         tsr_parallel_fn fn, void *arg) {
-  if (pool == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: pool is NULL");
-  if (fn == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: fn is NULL");
+  if (pool == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: pool is NULL");
+  if (fn == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: fn is NULL");
   if (count < 0) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: count is %lld, expected >= 0",
                          (long long)count);
@@ -291,8 +299,10 @@ tsr_status tsr_thread_pool_parallel_for(tsr_thread_pool *pool, int64_t count, in
     return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: grain is %lld, expected >= 0",
                          (long long)grain);
   }
-  if (count == 0) return TSR_OK;
-  if (grain == 0) grain = 1;
+  if (count == 0)
+    return TSR_OK;
+  if (grain == 0)
+    grain = 1;
   int32_t num_threads = pool->num_threads;
   if (num_threads == 1 || count <= grain) {
     fn(arg, 0, count, 0);
@@ -300,7 +310,8 @@ tsr_status tsr_thread_pool_parallel_for(tsr_thread_pool *pool, int64_t count, in
   }
   int64_t num_chunks = count / grain;
   int64_t max_chunks = (int64_t)num_threads * TSR_THREAD_POOL_CHUNKS_PER_THREAD;
-  if (num_chunks > max_chunks) num_chunks = max_chunks;
+  if (num_chunks > max_chunks)
+    num_chunks = max_chunks;
   if (num_chunks == 1) {
     fn(arg, 0, count, 0);
     return TSR_OK;

@@ -33,11 +33,14 @@ static uint64_t g_file_events;
 static _Thread_local long tls_tid;
 
 static long tsr_trace_tid(void) {
-  if (tls_tid == 0) tls_tid = (long)syscall(SYS_gettid);
+  if (tls_tid == 0)
+    tls_tid = (long)syscall(SYS_gettid);
   return tls_tid;
 }
 
-static const char *tsr_trace_name(const char *name) { return name != NULL ? name : "?"; }
+static const char *tsr_trace_name(const char *name) {
+  return name != NULL ? name : "?";
+}
 
 uint64_t tsr_trace_now_ns(void) {
   struct timespec ts;
@@ -55,7 +58,8 @@ static void tsr_trace_stderr_write(const char *line, size_t length) {
   while (length > 0) {
     ssize_t written = write(STDERR_FILENO, line, length);
     if (written < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       return;
     }
     line += written;
@@ -70,8 +74,10 @@ static void tsr_trace_text_line(const char *format, ...) {
   va_start(args, format);
   int length = vsnprintf(line, sizeof(line) - 1, format, args);
   va_end(args);
-  if (length < 0) return;
-  if ((size_t)length > sizeof(line) - 2) length = (int)sizeof(line) - 2;
+  if (length < 0)
+    return;
+  if ((size_t)length > sizeof(line) - 2)
+    length = (int)sizeof(line) - 2;
   line[length++] = '\n';
   tsr_trace_stderr_write(line, (size_t)length);
 }
@@ -103,10 +109,12 @@ static void tsr_trace_json_event_begin(void) {
 
 // Closes the array and the file. The caller holds g_lock.
 static void tsr_trace_file_finish(void) {
-  if (g_file == NULL) return;
+  if (g_file == NULL)
+    return;
   fputs("\n]\n", g_file);
   int failed = ferror(g_file);
-  if (fclose(g_file) != 0) failed = 1;
+  if (fclose(g_file) != 0)
+    failed = 1;
   if (failed) {
     char reason[128];
     tsr_log(TSR_LOG_WARNING, "trace: writing trace file \"%s\" failed: %s; it is incomplete",
@@ -128,8 +136,8 @@ void tsr_trace_configure(const char *spec) {
     g_file = fopen(spec, "w");
     if (g_file == NULL) {
       char reason[128];
-      tsr_log(TSR_LOG_WARNING, "trace: cannot open TSR_TRACE file \"%s\": %s; tracing is off",
-              spec, strerror_r(errno, reason, sizeof(reason)));
+      tsr_log(TSR_LOG_WARNING, "trace: cannot open TSR_TRACE file \"%s\": %s; tracing is off", spec,
+              strerror_r(errno, reason, sizeof(reason)));
     } else {
       snprintf(g_file_path, sizeof(g_file_path), "%s", spec);
       fputc('[', g_file);
@@ -139,20 +147,25 @@ void tsr_trace_configure(const char *spec) {
   pthread_mutex_unlock(&g_lock);
 }
 
-static void tsr_trace_env_read(void) { tsr_trace_configure(getenv("TSR_TRACE")); }
+static void tsr_trace_env_read(void) {
+  tsr_trace_configure(getenv("TSR_TRACE"));
+}
 
-void tsr_trace_init(void) { pthread_once(&g_init_once, tsr_trace_env_read); }
+void tsr_trace_init(void) {
+  pthread_once(&g_init_once, tsr_trace_env_read);
+}
 
 void tsr_trace_op(const char *device, const char *plugin, const char *op, const char *engine,
                   uint64_t start_ns, uint64_t end_ns) {
   int mode = atomic_load_explicit(&g_mode, memory_order_relaxed);
-  if (mode == TSR_TRACE_OFF) return;
+  if (mode == TSR_TRACE_OFF)
+    return;
   uint64_t duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   if (mode == TSR_TRACE_TEXT) {
-    tsr_trace_text_line("tessera trace: %.*s %.*s %.*s engine=%.*s %.1f us",
-                        TSR_TRACE_NAME_CHARS, tsr_trace_name(device), TSR_TRACE_NAME_CHARS,
-                        tsr_trace_name(plugin), TSR_TRACE_NAME_CHARS, tsr_trace_name(op),
-                        TSR_TRACE_NAME_CHARS, tsr_trace_name(engine), (double)duration_ns / 1e3);
+    tsr_trace_text_line("tessera trace: %.*s %.*s %.*s engine=%.*s %.1f us", TSR_TRACE_NAME_CHARS,
+                        tsr_trace_name(device), TSR_TRACE_NAME_CHARS, tsr_trace_name(plugin),
+                        TSR_TRACE_NAME_CHARS, tsr_trace_name(op), TSR_TRACE_NAME_CHARS,
+                        tsr_trace_name(engine), (double)duration_ns / 1e3);
     return;
   }
   long tid = tsr_trace_tid();
@@ -178,7 +191,8 @@ void tsr_trace_op(const char *device, const char *plugin, const char *op, const 
 
 void tsr_trace_memory(const char *device, const tsr_allocator_stats *stats) {
   int mode = atomic_load_explicit(&g_mode, memory_order_relaxed);
-  if (mode == TSR_TRACE_OFF || stats == NULL) return;
+  if (mode == TSR_TRACE_OFF || stats == NULL)
+    return;
   // Fields a plugin built against an older ABI did not fill stay out.
   struct {
     const char *name;
@@ -193,22 +207,30 @@ void tsr_trace_memory(const char *device, const tsr_allocator_stats *stats) {
       {"system_alloc_count", TSR_ABI_COVERS(stats, tsr_allocator_stats, system_alloc_count), 0},
   };
   enum { NUM_FIELDS = sizeof(fields) / sizeof(fields[0]) };
-  if (fields[0].present) fields[0].value = stats->bytes_in_use;
-  if (fields[1].present) fields[1].value = stats->bytes_reserved;
-  if (fields[2].present) fields[2].value = stats->peak_bytes_in_use;
-  if (fields[3].present) fields[3].value = stats->alloc_count;
-  if (fields[4].present) fields[4].value = stats->free_count;
-  if (fields[5].present) fields[5].value = stats->system_alloc_count;
+  if (fields[0].present)
+    fields[0].value = stats->bytes_in_use;
+  if (fields[1].present)
+    fields[1].value = stats->bytes_reserved;
+  if (fields[2].present)
+    fields[2].value = stats->peak_bytes_in_use;
+  if (fields[3].present)
+    fields[3].value = stats->alloc_count;
+  if (fields[4].present)
+    fields[4].value = stats->free_count;
+  if (fields[5].present)
+    fields[5].value = stats->system_alloc_count;
 
   if (mode == TSR_TRACE_TEXT) {
     char values[512];
     size_t used = 0;
     values[0] = '\0';
     for (int i = 0; i < NUM_FIELDS; ++i) {
-      if (!fields[i].present) continue;
+      if (!fields[i].present)
+        continue;
       int n = snprintf(values + used, sizeof(values) - used, " %s=%" PRIu64, fields[i].name,
                        fields[i].value);
-      if (n < 0 || (size_t)n >= sizeof(values) - used) break;
+      if (n < 0 || (size_t)n >= sizeof(values) - used)
+        break;
       used += (size_t)n;
     }
     tsr_trace_text_line("tessera trace: %.*s memory%s", TSR_TRACE_NAME_CHARS,
@@ -229,7 +251,8 @@ void tsr_trace_memory(const char *device, const tsr_allocator_stats *stats) {
     fprintf(g_file, ",\"pid\":%ld,\"tid\":%ld,\"args\":{", (long)getpid(), tid);
     int first = 1;
     for (int i = 0; i < NUM_FIELDS; ++i) {
-      if (!fields[i].present) continue;
+      if (!fields[i].present)
+        continue;
       fprintf(g_file, "%s\"%s\":%" PRIu64, first ? "" : ",", fields[i].name, fields[i].value);
       first = 0;
     }

@@ -1,0 +1,231 @@
+// ref's caching allocator: size classes, one free list and lock per class.
+//
+// Classes are 64 bytes and then four per power of two (2^k * 5/4, 6/4, 7/4,
+// 8/4), so rounding wastes at most a quarter and a freed block fits the next
+// request of similar size. Blocks come from the host's mem_alloc: host memory
+// the plugin holds then goes through the one allocator the core accounts for
+// and a test host can count, and it is reached only on a cache miss, never on
+// the hot path. Cached blocks go back to the system only through trim.
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "buffer.h"
+#include "host.h"
+
+// 2^46 bytes (64 TiB) is beyond any machine ref runs on; refusing larger
+// requests up front keeps the class arithmetic free of overflow.
+#define TSR_REF_MAX_BUFFER_LOG2 46
+#define TSR_REF_MIN_CLASS_LOG2 6
+#define TSR_REF_CLASS_COUNT (1 + 4 * (TSR_REF_MAX_BUFFER_LOG2 - TSR_REF_MIN_CLASS_LOG2))
+
+typedef struct tsr_ref_size_class {
+  pthread_mutex_t lock;
+  tsr_plugin_buffer *free_list;
+  uint64_t cached_count;
+  uint64_t reserved_bytes;
+  uint64_t alloc_count;
+  uint64_t free_count;
+  uint64_t system_alloc_count;
+} __attribute__((aligned(64))) tsr_ref_size_class;
+
+static tsr_ref_size_class g_classes[TSR_REF_CLASS_COUNT];
+static pthread_once_t g_classes_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t g_bytes_in_use;
+static _Atomic uint64_t g_peak_bytes_in_use;
+
+static void tsr_ref_classes_init(void) {
+  for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) {
+    pthread_mutex_init(&g_classes[i].lock, NULL);
+  }
+}
+
+static int tsr_ref_log2_floor(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+// Class index for |bytes| (<= 2^TSR_REF_MAX_BUFFER_LOG2).
+static uint32_t tsr_ref_size_class_index(uint64_t bytes) {
+  if (bytes <= (1u << TSR_REF_MIN_CLASS_LOG2)) return 0;
+  int k = tsr_ref_log2_floor(bytes - 1);  // 2^k < bytes <= 2^(k+1)
+  uint64_t quarter = 1ull << (k - 2);
+  uint64_t q = (bytes - (1ull << k) + quarter - 1) / quarter;  // 1..4
+  return (uint32_t)(1 + 4 * (k - TSR_REF_MIN_CLASS_LOG2) + (q - 1));
+}
+
+static uint64_t tsr_ref_size_class_bytes(uint32_t index) {
+  if (index == 0) return 1u << TSR_REF_MIN_CLASS_LOG2;
+  uint32_t k = (index - 1) / 4 + TSR_REF_MIN_CLASS_LOG2;
+  uint64_t q = (index - 1) % 4 + 1;
+  return (1ull << k) + q * (1ull << (k - 2));
+}
+
+static tsr_status tsr_ref_device_check(const char *what, int32_t device) {
+  if (device != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: device %d does not exist (ref has device 0)",
+                             what, (int)device);
+  }
+  return TSR_OK;
+}
+
+static void tsr_ref_in_use_add(uint64_t bytes) {
+  uint64_t now = atomic_fetch_add_explicit(&g_bytes_in_use, bytes, memory_order_relaxed) + bytes;
+  uint64_t peak = atomic_load_explicit(&g_peak_bytes_in_use, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak_explicit(&g_peak_bytes_in_use, &peak, now,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+  }
+}
+
+// Frees every cached block of one class; returns how many bytes went back.
+static uint64_t tsr_ref_size_class_trim(tsr_ref_size_class *c) {
+  const tsr_host_api *host = tsr_ref_host_get();
+  pthread_mutex_lock(&c->lock);
+  tsr_plugin_buffer *list = c->free_list;
+  uint64_t freed = 0;
+  for (tsr_plugin_buffer *b = list; b != NULL; b = b->next_free) freed += b->capacity;
+  c->free_list = NULL;
+  c->cached_count = 0;
+  c->reserved_bytes -= freed;
+  pthread_mutex_unlock(&c->lock);
+  while (list != NULL) {
+    tsr_plugin_buffer *next = list->next_free;
+    host->mem_free(host->ctx, list);
+    list = next;
+  }
+  return freed;
+}
+
+static tsr_status tsr_ref_trim_all(void) {
+  pthread_once(&g_classes_once, tsr_ref_classes_init);
+  for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) tsr_ref_size_class_trim(&g_classes[i]);
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_stream *stream,
+                                tsr_plugin_buffer **out_buffer) {
+  (void)stream;
+  if (out_buffer == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "buffer_alloc: out_buffer is NULL");
+  }
+  *out_buffer = NULL;
+  tsr_status status = tsr_ref_device_check("buffer_alloc", device);
+  if (status != TSR_OK) return status;
+  if (bytes > (1ull << TSR_REF_MAX_BUFFER_LOG2)) {
+    return tsr_ref_error_set(TSR_OUT_OF_MEMORY,
+                             "buffer_alloc: %llu bytes is more than ref's largest buffer (2^%d bytes)",
+                             (unsigned long long)bytes, TSR_REF_MAX_BUFFER_LOG2);
+  }
+  pthread_once(&g_classes_once, tsr_ref_classes_init);
+  uint32_t index = tsr_ref_size_class_index(bytes);
+  tsr_ref_size_class *c = &g_classes[index];
+
+  pthread_mutex_lock(&c->lock);
+  tsr_plugin_buffer *buffer = c->free_list;
+  if (buffer != NULL) {
+    c->free_list = buffer->next_free;
+    c->cached_count--;
+    c->alloc_count++;
+  }
+  pthread_mutex_unlock(&c->lock);
+
+  if (buffer == NULL) {
+    const tsr_host_api *host = tsr_ref_host_get();
+    uint64_t capacity = tsr_ref_size_class_bytes(index);
+    size_t total = (size_t)(capacity + TSR_REF_BASE_ALIGNMENT);
+    void *block = host->mem_alloc(host->ctx, total, TSR_REF_BASE_ALIGNMENT);
+    if (block == NULL) {
+      // Memory held in other classes' caches may be what the system lacks.
+      tsr_ref_trim_all();
+      block = host->mem_alloc(host->ctx, total, TSR_REF_BASE_ALIGNMENT);
+    }
+    if (block == NULL) {
+      return tsr_ref_error_set(TSR_OUT_OF_MEMORY,
+                               "buffer_alloc: the system refused %llu bytes (size class of %llu bytes)",
+                               (unsigned long long)total, (unsigned long long)bytes);
+    }
+    buffer = block;
+    buffer->data = (char *)block + TSR_REF_BASE_ALIGNMENT;
+    buffer->capacity = capacity;
+    buffer->size_class = index;
+    pthread_mutex_lock(&c->lock);
+    c->reserved_bytes += capacity;
+    c->system_alloc_count++;
+    c->alloc_count++;
+    pthread_mutex_unlock(&c->lock);
+  }
+  buffer->bytes = bytes;
+  buffer->next_free = NULL;
+  buffer->state = TSR_REF_BUFFER_LIVE;
+  tsr_ref_in_use_add(buffer->capacity);
+  *out_buffer = buffer;
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_buffer_free(tsr_plugin_buffer *buffer, tsr_plugin_stream *stream) {
+  (void)stream;
+  if (buffer == NULL) return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "buffer_free: buffer is NULL");
+  if (buffer->state != TSR_REF_BUFFER_LIVE || buffer->size_class >= TSR_REF_CLASS_COUNT) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "buffer_free: buffer %p is not a live ref buffer (freed twice?)",
+                             (void *)buffer);
+  }
+  buffer->state = TSR_REF_BUFFER_CACHED;
+  atomic_fetch_sub_explicit(&g_bytes_in_use, buffer->capacity, memory_order_relaxed);
+  tsr_ref_size_class *c = &g_classes[buffer->size_class];
+  pthread_mutex_lock(&c->lock);
+  buffer->next_free = c->free_list;
+  c->free_list = buffer;
+  c->cached_count++;
+  c->free_count++;
+  pthread_mutex_unlock(&c->lock);
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_buffer_host_ptr_get(tsr_plugin_buffer *buffer, void **out_ptr) {
+  if (out_ptr == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "buffer_host_ptr_get: out_ptr is NULL");
+  }
+  if (buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE) {
+    *out_ptr = NULL;
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "buffer_host_ptr_get: buffer %p is not a live ref buffer",
+                             (void *)buffer);
+  }
+  *out_ptr = buffer->data;
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_allocator_stats_get(int32_t device, tsr_allocator_stats *out_stats) {
+  tsr_status status = tsr_ref_device_check("allocator_stats_get", device);
+  if (status != TSR_OK) return status;
+  if (out_stats == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "allocator_stats_get: out_stats is NULL");
+  }
+  if (out_stats->struct_size < sizeof(size_t)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "allocator_stats_get: out_stats->struct_size %zu is too small",
+                             out_stats->struct_size);
+  }
+  pthread_once(&g_classes_once, tsr_ref_classes_init);
+  tsr_allocator_stats s = {0};
+  for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) {
+    tsr_ref_size_class *c = &g_classes[i];
+    pthread_mutex_lock(&c->lock);
+    s.bytes_reserved += c->reserved_bytes;
+    s.alloc_count += c->alloc_count;
+    s.free_count += c->free_count;
+    s.system_alloc_count += c->system_alloc_count;
+    pthread_mutex_unlock(&c->lock);
+  }
+  s.bytes_in_use = atomic_load_explicit(&g_bytes_in_use, memory_order_relaxed);
+  s.peak_bytes_in_use = atomic_load_explicit(&g_peak_bytes_in_use, memory_order_relaxed);
+  // Copy only what the caller's struct holds: an older caller's is shorter.
+  s.struct_size = out_stats->struct_size;
+  memcpy(out_stats, &s, s.struct_size < sizeof(s) ? s.struct_size : sizeof(s));
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_allocator_trim(int32_t device) {
+  tsr_status status = tsr_ref_device_check("allocator_trim", device);
+  if (status != TSR_OK) return status;
+  return tsr_ref_trim_all();
+}

@@ -1,0 +1,80 @@
+// CLAMP: min(max(x, lo), hi) for the bounds present. A missing bound is the
+// dtype's extreme, so one kernel per dtype serves every combination.
+#include <math.h>
+
+#include "convert.h"
+#include "ew_loops.h"
+#include "host.h"
+#include "plan.h"
+#include "signature.h"
+
+// NaN x stays NaN; a NaN bound makes the result NaN (max and min propagate
+// NaN); lo > hi gives hi, as min(max(x, lo), hi) does.
+#define TSR_REF_CLAMP_FLOAT(S, T, LO, HI)                                     \
+  static inline T tsr_ref_clamp_##S(T x, T lo, T hi) {                        \
+    T r = (x < lo || lo != lo) ? lo : x;                                      \
+    r = (r > hi || hi != hi) ? hi : r;                                        \
+    return x != x ? x : r;                                                    \
+  }                                                                           \
+  TSR_REF_EW_LOOPS_1(clamp_##S, T, T, tsr_ref_clamp_##S(x, p->LO, p->HI))
+
+TSR_REF_CLAMP_FLOAT(f32, float, lo_f32, hi_f32)
+TSR_REF_CLAMP_FLOAT(f64, double, lo_f64, hi_f64)
+
+#define TSR_REF_CLAMP_INT(S, T)                                               \
+  static inline T tsr_ref_clamp_##S(T x, T lo, T hi) {                        \
+    T r = x < lo ? lo : x;                                                    \
+    return r > hi ? hi : r;                                                   \
+  }                                                                           \
+  TSR_REF_EW_LOOPS_1(clamp_##S, T, T, tsr_ref_clamp_##S(x, (T)p->lo_i64, (T)p->hi_i64))
+
+TSR_REF_CLAMP_INT(i32, int32_t)
+TSR_REF_CLAMP_INT(i64, int64_t)
+
+tsr_status tsr_ref_clamp_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
+  static const char *const names[] = {"x", "out"};
+  tsr_status status = tsr_ref_operands_init(signature, plan, 1, 1, 1, names);
+  if (status != TSR_OK) return status;
+  // NULL attrs: no bounds, so CLAMP copies.
+  const tsr_clamp_attrs *attrs = signature->attrs;
+  tsr_clamp_attrs bounds = {sizeof(tsr_clamp_attrs), 0.0, 0.0, 0, 0};
+  if (attrs != NULL) {
+    status = tsr_ref_attrs_get(signature, sizeof(tsr_clamp_attrs), (const void **)&attrs);
+    if (status != TSR_OK) return status;
+    bounds = *attrs;
+  }
+  const tsr_ref_operand *x = &plan->operands[0];
+  const tsr_ref_operand *out = &plan->operands[1];
+  status = tsr_ref_dtype_check(signature, x, TSR_REF_DTYPES_NUMBER, "clamp takes float and int");
+  if (status == TSR_OK) status = tsr_ref_same_dtype_check(signature, x, out);
+  if (status == TSR_OK) status = tsr_ref_same_sizes_check(signature, x, out);
+  if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 1);
+  if (status != TSR_OK) return status;
+
+  tsr_ref_ew_params params = {0};
+  params.has_lo = bounds.has_min != 0;
+  params.has_hi = bounds.has_max != 0;
+  params.lo_f64 = params.has_lo ? bounds.min : -INFINITY;
+  params.hi_f64 = params.has_hi ? bounds.max : INFINITY;
+  params.lo_f32 = (float)params.lo_f64;
+  params.hi_f32 = (float)params.hi_f64;
+  // Bounds reach int dtypes converted as CAST converts a float64.
+  if (x->dtype == TSR_INT32) {
+    params.lo_i64 = params.has_lo ? tsr_ref_f64_to_i32(bounds.min) : INT32_MIN;
+    params.hi_i64 = params.has_hi ? tsr_ref_f64_to_i32(bounds.max) : INT32_MAX;
+  } else {
+    params.lo_i64 = params.has_lo ? tsr_ref_f64_to_i64(bounds.min) : INT64_MIN;
+    params.hi_i64 = params.has_hi ? tsr_ref_f64_to_i64(bounds.max) : INT64_MAX;
+  }
+  tsr_ref_ew_kernel kernel;
+  switch (x->dtype) {
+    case TSR_FLOAT32: kernel = TSR_REF_EW_KERNEL(clamp_f32); break;
+    case TSR_FLOAT64: kernel = TSR_REF_EW_KERNEL(clamp_f64); break;
+    case TSR_INT32: kernel = TSR_REF_EW_KERNEL(clamp_i32); break;
+    default: kernel = TSR_REF_EW_KERNEL(clamp_i64); break;
+  }
+  tsr_ref_ew_plan_from_operands(plan, kernel, TSR_REF_EW_CHEAP);
+  plan->u.ew.params = params;
+  return TSR_OK;
+}

@@ -1,0 +1,61 @@
+// COMPARE: a op b -> bool, with broadcasting. C's comparisons already give
+// the catalogue's NaN rule: false, except != which is true.
+#include "ew_loops.h"
+#include "host.h"
+#include "plan.h"
+#include "signature.h"
+
+#define TSR_REF_COMPARE_LOOPS(S, T)                                         \
+  TSR_REF_EW_LOOPS_2(eq_##S, uint8_t, T, T, a == b)                         \
+  TSR_REF_EW_LOOPS_2(ne_##S, uint8_t, T, T, a != b)                         \
+  TSR_REF_EW_LOOPS_2(lt_##S, uint8_t, T, T, a < b)                          \
+  TSR_REF_EW_LOOPS_2(le_##S, uint8_t, T, T, a <= b)                         \
+  TSR_REF_EW_LOOPS_2(gt_##S, uint8_t, T, T, a > b)                          \
+  TSR_REF_EW_LOOPS_2(ge_##S, uint8_t, T, T, a >= b)
+
+TSR_REF_COMPARE_LOOPS(f32, float)
+TSR_REF_COMPARE_LOOPS(f64, double)
+TSR_REF_COMPARE_LOOPS(i32, int32_t)
+TSR_REF_COMPARE_LOOPS(i64, int64_t)
+TSR_REF_COMPARE_LOOPS(b8, uint8_t)
+
+#define K(name) TSR_REF_EW_KERNEL_INIT(name)
+#define ALL(n) {K(n##_f32), K(n##_f64), K(n##_i32), K(n##_i64), K(n##_b8)}
+
+// Rows: fn; columns: float32, float64, int32, int64, bool.
+static const tsr_ref_ew_kernel k_compare_kernels[TSR_COMPARE_FN_COUNT][5] = {
+    [TSR_COMPARE_EQ] = ALL(eq), [TSR_COMPARE_NE] = ALL(ne), [TSR_COMPARE_LT] = ALL(lt),
+    [TSR_COMPARE_LE] = ALL(le), [TSR_COMPARE_GT] = ALL(gt), [TSR_COMPARE_GE] = ALL(ge),
+};
+
+#undef K
+#undef ALL
+
+tsr_status tsr_ref_compare_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
+  static const char *const names[] = {"a", "b", "out"};
+  tsr_status status = tsr_ref_operands_init(signature, plan, 2, 2, 1, names);
+  if (status != TSR_OK) return status;
+  const tsr_compare_attrs *attrs;
+  status = tsr_ref_attrs_get(signature, offsetof(tsr_compare_attrs, fn) + sizeof(tsr_compare_fn_t),
+                             (const void **)&attrs);
+  if (status != TSR_OK) return status;
+  if (attrs->fn < 0 || attrs->fn >= TSR_COMPARE_FN_COUNT) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "compare: attrs fn %d is not a compare fn",
+                             (int)attrs->fn);
+  }
+  const tsr_ref_operand *a = &plan->operands[0];
+  const tsr_ref_operand *b = &plan->operands[1];
+  const tsr_ref_operand *out = &plan->operands[2];
+  status = tsr_ref_same_dtype_check(signature, a, b);
+  if (status == TSR_OK) status = tsr_ref_dtype_check(signature, out, TSR_DTYPE_BIT(TSR_BOOL),
+                                                     "compare writes bool");
+  if (status == TSR_OK) status = tsr_ref_broadcast_check(signature, a, out);
+  if (status == TSR_OK) status = tsr_ref_broadcast_check(signature, b, out);
+  if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
+  if (status != TSR_OK) return status;
+  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, 4};
+  tsr_ref_ew_plan_from_operands(plan, k_compare_kernels[attrs->fn][slots[a->dtype]],
+                                TSR_REF_EW_CHEAP);
+  return TSR_OK;
+}

@@ -1,0 +1,134 @@
+// Macros that write an elementwise kernel's two loops from one expression.
+//
+// The contiguous loop is the fast path: unit steps, no restrict (an in-place
+// output aliases an input exactly) but an ivdep promise, which holds because
+// element i is read before element i is written and no other element is
+// touched; gcc then vectorises it without runtime overlap checks. The strided
+// loop takes any byte steps, 0 included (broadcast).
+#ifndef TESSERA_PLUGINS_REF_EW_LOOPS_H_
+#define TESSERA_PLUGINS_REF_EW_LOOPS_H_
+
+#include <stdint.h>
+
+#include "elementwise.h"
+
+#if defined(__clang__)
+#define TSR_REF_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TSR_REF_IVDEP _Pragma("GCC ivdep")
+#else
+#define TSR_REF_IVDEP
+#endif
+
+#define TSR_REF_EW_UNUSED(p) (void)(p)
+
+// out = EXPR with only p in scope: the output is the only operand.
+#define TSR_REF_EW_LOOPS_0(name, TO, EXPR)                                                    \
+  static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
+                                const tsr_ref_ew_params *p) {                                  \
+    TSR_REF_EW_UNUSED(strides);                                                                \
+    TO *o_ = (TO *)ptrs[0];                                                                    \
+    const TO v_ = (TO)(EXPR);                                                                  \
+    for (int64_t i = 0; i < n; ++i) o_[i] = v_;                                                \
+  }                                                                                            \
+  static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
+                             const tsr_ref_ew_params *p) {                                     \
+    char *o_ = ptrs[0];                                                                        \
+    const TO v_ = (TO)(EXPR);                                                                  \
+    const int64_t so = strides[0];                                                             \
+    for (int64_t i = 0; i < n; ++i) *(TO *)(o_ + i * so) = v_;                                 \
+  }
+
+// out = EXPR, with x (input 1) and p (the params) in scope.
+#define TSR_REF_EW_LOOPS_1(name, TO, TX, EXPR)                                                \
+  static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
+                                const tsr_ref_ew_params *p) {                                  \
+    TSR_REF_EW_UNUSED(strides);                                                                \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    TO *o_ = (TO *)ptrs[0];                                                                    \
+    const TX *x_ = (const TX *)ptrs[1];                                                        \
+    TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
+      const TX x = x_[i]; (void)x;                                                             \
+      o_[i] = (TO)(EXPR);                                                                      \
+    }                                                                                          \
+  }                                                                                            \
+  static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
+                             const tsr_ref_ew_params *p) {                                     \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    char *o_ = ptrs[0];                                                                        \
+    const char *x_ = ptrs[1];                                                                  \
+    const int64_t so = strides[0], sx = strides[1];                                            \
+    for (int64_t i = 0; i < n; ++i) {                                                          \
+      const TX x = *(const TX *)(x_ + i * sx); (void)x;                                        \
+      *(TO *)(o_ + i * so) = (TO)(EXPR);                                                       \
+    }                                                                                          \
+  }
+
+// out = EXPR, with a, b (inputs 1 and 2) and p in scope.
+#define TSR_REF_EW_LOOPS_2(name, TO, TA, TB, EXPR)                                            \
+  static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
+                                const tsr_ref_ew_params *p) {                                  \
+    TSR_REF_EW_UNUSED(strides);                                                                \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    TO *o_ = (TO *)ptrs[0];                                                                    \
+    const TA *a_ = (const TA *)ptrs[1];                                                        \
+    const TB *b_ = (const TB *)ptrs[2];                                                        \
+    TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
+      const TA a = a_[i]; (void)a;                                                             \
+      const TB b = b_[i]; (void)b;                                                             \
+      o_[i] = (TO)(EXPR);                                                                      \
+    }                                                                                          \
+  }                                                                                            \
+  static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
+                             const tsr_ref_ew_params *p) {                                     \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    char *o_ = ptrs[0];                                                                        \
+    const char *a_ = ptrs[1];                                                                  \
+    const char *b_ = ptrs[2];                                                                  \
+    const int64_t so = strides[0], sa = strides[1], sb = strides[2];                           \
+    for (int64_t i = 0; i < n; ++i) {                                                          \
+      const TA a = *(const TA *)(a_ + i * sa); (void)a;                                        \
+      const TB b = *(const TB *)(b_ + i * sb); (void)b;                                        \
+      *(TO *)(o_ + i * so) = (TO)(EXPR);                                                       \
+    }                                                                                          \
+  }
+
+// out = EXPR, with a, b, c (inputs 1 to 3) and p in scope.
+#define TSR_REF_EW_LOOPS_3(name, TO, TA, TB, TC, EXPR)                                        \
+  static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
+                                const tsr_ref_ew_params *p) {                                  \
+    TSR_REF_EW_UNUSED(strides);                                                                \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    TO *o_ = (TO *)ptrs[0];                                                                    \
+    const TA *a_ = (const TA *)ptrs[1];                                                        \
+    const TB *b_ = (const TB *)ptrs[2];                                                        \
+    const TC *c_ = (const TC *)ptrs[3];                                                        \
+    TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
+      const TA a = a_[i]; (void)a;                                                             \
+      const TB b = b_[i]; (void)b;                                                             \
+      const TC c = c_[i]; (void)c;                                                             \
+      o_[i] = (TO)(EXPR);                                                                      \
+    }                                                                                          \
+  }                                                                                            \
+  static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
+                             const tsr_ref_ew_params *p) {                                     \
+    TSR_REF_EW_UNUSED(p);                                                                      \
+    char *o_ = ptrs[0];                                                                        \
+    const char *a_ = ptrs[1];                                                                  \
+    const char *b_ = ptrs[2];                                                                  \
+    const char *c_ = ptrs[3];                                                                  \
+    const int64_t so = strides[0], sa = strides[1], sb = strides[2], sc = strides[3];          \
+    for (int64_t i = 0; i < n; ++i) {                                                          \
+      const TA a = *(const TA *)(a_ + i * sa); (void)a;                                        \
+      const TB b = *(const TB *)(b_ + i * sb); (void)b;                                        \
+      const TC c = *(const TC *)(c_ + i * sc); (void)c;                                        \
+      *(TO *)(o_ + i * so) = (TO)(EXPR);                                                       \
+    }                                                                                          \
+  }
+
+// The kernel pair TSR_REF_EW_LOOPS_* wrote for |name|, as an initializer of
+// a static table and as a value.
+#define TSR_REF_EW_KERNEL_INIT(name) {name##_contiguous, name##_strided}
+#define TSR_REF_EW_KERNEL(name) ((tsr_ref_ew_kernel)TSR_REF_EW_KERNEL_INIT(name))
+
+#endif  // TESSERA_PLUGINS_REF_EW_LOOPS_H_

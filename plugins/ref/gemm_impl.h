@@ -1,0 +1,402 @@
+// The blocked GEMM, written once for float and double. Included only by
+// gemm_f32.c and gemm_f64.c, each defining first:
+//   TSR_REF_GEMM_T          the element type
+//   TSR_REF_GEMM_ELEM_BYTES sizeof(TSR_REF_GEMM_T), for the preprocessor
+//   TSR_REF_GEMM_TAG        f32 or f64 (names the math_fns.h helpers)
+//   TSR_REF_GEMM_TANH       tanhf or tanh
+//   TSR_REF_GEMM_EXECUTE    the name of the execute function to define
+//   TSR_REF_GEMM_GEOMETRY   the name of the geometry constant to define
+//
+// Structure (Goto/BLIS): for each column panel of B (nc wide) and depth
+// panel (kc deep), B is packed into nr-wide slivers; for each block of A (mc
+// rows) A is packed into mr-tall slivers; the micro-kernel multiplies one A
+// sliver by one B sliver into an mr x nr tile held in registers, and the
+// epilogue folds the tile into C. Packing makes any strides (transposed
+// views, broadcast batches) look the same to the micro-kernel and pads edges
+// with zeros, so the micro-kernel has no edge cases.
+//
+// Summation order: every element of C sums its k products in panels of kc,
+// in order, each panel's partial sum folded into C. kc is a constant of the
+// build, never of the thread count, so results do not depend on threads.
+
+#include <math.h>
+#include <string.h>
+
+#include "host.h"
+#include "math_fns.h"
+#include "matmul.h"
+#include "tessera/ops.h"
+
+typedef TSR_REF_GEMM_T T;
+
+#define TSR_REF_GEMM_CAT_(a, b) a##b
+#define TSR_REF_GEMM_CAT(a, b) TSR_REF_GEMM_CAT_(a, b)
+#define TSR_REF_GEMM_FN(name) TSR_REF_GEMM_CAT(name, TSR_REF_GEMM_TAG)
+
+// Vector registers of the target: bytes each and how many. The micro-kernel
+// holds mr x 2 vectors of C, two of B and one broadcast of A.
+#if defined(__AVX512F__)
+#define TSR_REF_VEC_BYTES 64
+#define TSR_REF_VEC_REGS 32
+#elif defined(__AVX__)
+#define TSR_REF_VEC_BYTES 32
+#define TSR_REF_VEC_REGS 16
+#elif defined(__aarch64__)
+#define TSR_REF_VEC_BYTES 16
+#define TSR_REF_VEC_REGS 32
+#else
+#define TSR_REF_VEC_BYTES 16
+#define TSR_REF_VEC_REGS 16
+#endif
+
+#define TSR_REF_VL (TSR_REF_VEC_BYTES / TSR_REF_GEMM_ELEM_BYTES)
+#define TSR_REF_NV 2
+#define TSR_REF_NR (TSR_REF_NV * TSR_REF_VL)
+#define TSR_REF_MR (TSR_REF_VEC_REGS == 32 ? 12 : 6)
+// A kc x nr sliver of B (16 KiB for float on AVX2) stays in L1 while the
+// micro-kernel sweeps the A block; the mc x kc A block (~128-256 KiB) stays in
+// L2; the kc x nc B panel lives in L3.
+#define TSR_REF_KC 256
+#define TSR_REF_MC_MAX (TSR_REF_MR * (240 / TSR_REF_MR))
+#define TSR_REF_NC_MAX (16384 / TSR_REF_GEMM_ELEM_BYTES)
+
+// Full unrolling of the (at most 12-step) tile loops is what lets the
+// compiler keep every accumulator in a register.
+#if defined(__GNUC__)
+#define TSR_REF_UNROLL_FULL _Pragma("GCC unroll 16")
+#else
+#define TSR_REF_UNROLL_FULL
+#endif
+
+const tsr_ref_gemm_geometry TSR_REF_GEMM_GEOMETRY = {
+    TSR_REF_MR, TSR_REF_NR, TSR_REF_KC, TSR_REF_MC_MAX, TSR_REF_NC_MAX,
+};
+
+// c[MR x NR] (row-major) = a-sliver (kc x MR) times b-sliver (kc x NR).
+// Bound by FMA throughput: 2 * MR * NV FMAs per k against 2 loads and MR
+// broadcasts, all C accumulators in registers.
+#if defined(__GNUC__)
+typedef T tsr_ref_vec __attribute__((vector_size(TSR_REF_VEC_BYTES)));
+
+static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c) {
+  tsr_ref_vec acc[TSR_REF_MR][TSR_REF_NV];
+  TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] = (tsr_ref_vec){0};
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    tsr_ref_vec bv[TSR_REF_NV];
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
+      memcpy(&bv[v], b + p * TSR_REF_NR + v * TSR_REF_VL, sizeof(tsr_ref_vec));
+    }
+    TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
+      const T av = a[p * TSR_REF_MR + i];
+      TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+  TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
+      memcpy(c + i * TSR_REF_NR + v * TSR_REF_VL, &acc[i][v], sizeof(tsr_ref_vec));
+    }
+  }
+}
+#else
+static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c) {
+  for (int i = 0; i < TSR_REF_MR * TSR_REF_NR; ++i) c[i] = 0;
+  for (int64_t p = 0; p < kc; ++p) {
+    for (int i = 0; i < TSR_REF_MR; ++i) {
+      for (int j = 0; j < TSR_REF_NR; ++j) c[i * TSR_REF_NR + j] += a[p * TSR_REF_MR + i] * b[p * TSR_REF_NR + j];
+    }
+  }
+}
+#endif
+
+// Packs rows [0, mc) and columns [0, kc) of A (element (i, p) at
+// a[i * rs + p * cs]) into MR-row slivers, each kc x MR, zero-padded.
+static void pack_a(const T *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T *restrict dst) {
+  for (int64_t ir = 0; ir < mc; ir += TSR_REF_MR) {
+    const int64_t mr = mc - ir < TSR_REF_MR ? mc - ir : TSR_REF_MR;
+    const T *src = a + ir * rs;
+    if (mr == TSR_REF_MR && rs == 1) {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int i = 0; i < TSR_REF_MR; ++i) dst[p * TSR_REF_MR + i] = src[p * cs + i];
+      }
+    } else if (mr == TSR_REF_MR) {
+      for (int i = 0; i < TSR_REF_MR; ++i) {
+        const T *row = src + i * rs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_MR + i] = row[p * cs];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int i = 0; i < TSR_REF_MR; ++i) {
+          dst[p * TSR_REF_MR + i] = i < mr ? src[i * rs + p * cs] : (T)0;
+        }
+      }
+    }
+    dst += kc * TSR_REF_MR;
+  }
+}
+
+// Packs rows [0, kc) and columns [0, nc) of B (element (p, j) at
+// b[p * rs + j * cs]) into NR-column slivers, each kc x NR, zero-padded.
+static void pack_b(const T *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc, T *restrict dst) {
+  for (int64_t jr = 0; jr < nc; jr += TSR_REF_NR) {
+    const int64_t nr = nc - jr < TSR_REF_NR ? nc - jr : TSR_REF_NR;
+    const T *src = b + jr * cs;
+    if (nr == TSR_REF_NR && cs == 1) {
+      for (int64_t p = 0; p < kc; ++p) memcpy(dst + p * TSR_REF_NR, src + p * rs, sizeof(T) * TSR_REF_NR);
+    } else if (nr == TSR_REF_NR) {
+      for (int j = 0; j < TSR_REF_NR; ++j) {
+        const T *col = src + j * cs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_NR + j] = col[p * rs];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int j = 0; j < TSR_REF_NR; ++j) {
+          dst[p * TSR_REF_NR + j] = j < nr ? src[p * rs + j * cs] : (T)0;
+        }
+      }
+    }
+    dst += kc * TSR_REF_NR;
+  }
+}
+
+static inline T activation_apply(int32_t activation, T v) {
+  switch (activation) {
+    case TSR_ACTIVATION_RELU: return TSR_REF_GEMM_FN(tsr_ref_relu_)(v);
+    case TSR_ACTIVATION_GELU: return TSR_REF_GEMM_FN(tsr_ref_gelu_)(v);
+    case TSR_ACTIVATION_GELU_TANH: return TSR_REF_GEMM_FN(tsr_ref_gelu_tanh_)(v);
+    case TSR_ACTIVATION_SIGMOID: return TSR_REF_GEMM_FN(tsr_ref_sigmoid_)(v);
+    case TSR_ACTIVATION_TANH: return TSR_REF_GEMM_TANH(v);
+    default: return v;
+  }
+}
+
+// Where one batch item's matrices start.
+typedef struct gemm_item {
+  const T *a;
+  const T *b;
+  const T *bias;  // NULL without bias
+  T *c;
+} gemm_item;
+
+// Folds an m x n tile (row-major, NR apart) into C: the first depth panel
+// applies alpha and beta * C (C is not read when beta is 0), later panels
+// add alpha * tile, and the last adds bias and applies the activation.
+static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, T *c,
+                       const T *bias, int64_t m, int64_t n, int first, int last) {
+  const T alpha = (T)mm->alpha, beta = (T)mm->beta;
+  const int64_t rs = mm->c_rs, cs = mm->c_cs;
+  if (first && last && bias == NULL && mm->activation == TSR_ACTIVATION_NONE && beta == 0 &&
+      alpha == 1 && cs == 1) {
+    for (int64_t i = 0; i < m; ++i) memcpy(c + i * rs, tile + i * TSR_REF_NR, sizeof(T) * (size_t)n);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    T *crow = c + i * rs;
+    const T *trow = tile + i * TSR_REF_NR;
+    for (int64_t j = 0; j < n; ++j) {
+      T v = alpha * trow[j];
+      if (!first) {
+        v += crow[j * cs];
+      } else if (beta != 0) {
+        v += beta * crow[j * cs];
+      }
+      if (last) {
+        if (bias != NULL) v += bias[i * mm->bias_rs + j * mm->bias_cs];
+        v = activation_apply(mm->activation, v);
+      }
+      crow[j * cs] = v;
+    }
+  }
+}
+
+// Multiplies a packed A block (mc rows) by NR-slivers [jr_begin, jr_end) of a
+// packed B panel into C rows [0, mc) and columns [jr_begin, jr_end) * NR
+// (clipped to nc), relative to |c| and |bias| at the block's corner.
+static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, int64_t kc,
+                         const T *pa, const T *pb, T *c, const T *bias, int64_t sliver_begin,
+                         int64_t sliver_end, int first, int last) {
+  _Alignas(64) T tile[TSR_REF_MR * TSR_REF_NR];
+  for (int64_t s = sliver_begin; s < sliver_end; ++s) {
+    const int64_t j = s * TSR_REF_NR;
+    const int64_t n = nc - j < TSR_REF_NR ? nc - j : TSR_REF_NR;
+    const T *b_sliver = pb + s * kc * TSR_REF_NR;
+    for (int64_t i = 0; i < mc; i += TSR_REF_MR) {
+      const int64_t m = mc - i < TSR_REF_MR ? mc - i : TSR_REF_MR;
+      micro_kernel(kc, pa + i * kc, b_sliver, tile);
+      const T *tile_bias = bias != NULL ? bias + i * mm->bias_rs + j * mm->bias_cs : NULL;
+      tile_store(mm, tile, c + i * mm->c_rs + j * mm->c_cs, tile_bias, m, n, first, last);
+    }
+  }
+}
+
+// One depth panel of one column panel of one item: the state the (A block,
+// column chunk) tasks share.
+typedef struct gemm_panel {
+  const tsr_ref_matmul_plan *mm;
+  gemm_item item;
+  const T *packed_b;
+  char *slots;        // per-thread A-packing regions
+  int64_t j0, nc;     // the column panel
+  int64_t p0, kc;     // the depth panel
+  int first, last;
+} gemm_panel;
+
+// Task t = (A block t / n_chunks, column chunk t % n_chunks) of a panel.
+static void panel_tasks_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
+  const gemm_panel *g = arg;
+  const tsr_ref_matmul_plan *mm = g->mm;
+  T *pa = (T *)(g->slots + (uint64_t)thread_index * mm->slot_bytes);
+  const int64_t slivers = (g->nc + TSR_REF_NR - 1) / TSR_REF_NR;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ib = t / mm->n_chunks, chunk = t % mm->n_chunks;
+    const int64_t i0 = ib * mm->mc;
+    const int64_t mc = mm->m - i0 < mm->mc ? mm->m - i0 : mm->mc;
+    const int64_t s0 = slivers * chunk / mm->n_chunks, s1 = slivers * (chunk + 1) / mm->n_chunks;
+    if (s0 == s1) continue;
+    if (g->kc > 0) pack_a(g->item.a + i0 * mm->a_rs + g->p0 * mm->a_cs, mm->a_rs, mm->a_cs, mc, g->kc, pa);
+    const T *bias = g->item.bias != NULL ? g->item.bias + i0 * mm->bias_rs + g->j0 * mm->bias_cs : NULL;
+    macro_kernel(mm, mc, g->nc, g->kc, pa, g->packed_b, g->item.c + i0 * mm->c_rs + g->j0 * mm->c_cs,
+                 bias, s0, s1, g->first, g->last);
+  }
+}
+
+typedef struct gemm_pack_b_job {
+  const gemm_panel *g;
+  T *dst;
+} gemm_pack_b_job;
+
+// Packs slivers [begin, end) of a panel's B.
+static void pack_b_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
+  (void)thread_index;
+  const gemm_pack_b_job *job = arg;
+  const gemm_panel *g = job->g;
+  const tsr_ref_matmul_plan *mm = g->mm;
+  const int64_t j = begin * TSR_REF_NR;
+  int64_t nc = (end - begin) * TSR_REF_NR;
+  if (nc > g->nc - j) nc = g->nc - j;
+  pack_b(g->item.b + g->p0 * mm->b_rs + (g->j0 + j) * mm->b_cs, mm->b_rs, mm->b_cs, g->kc, nc,
+         job->dst + begin * g->kc * TSR_REF_NR);
+}
+
+// Runs one batch item. |parallel|: B panels are packed into |panel| and the
+// tasks of each panel spread over the host's threads; otherwise everything
+// runs here, with B packed into the region after slot |slot|'s A region.
+static tsr_status item_run(const tsr_ref_matmul_plan *mm, gemm_item item, char *slots, T *panel,
+                           int32_t slot, int parallel) {
+  const tsr_host_api *host = tsr_ref_host_get();
+  const uint64_t a_bytes = (uint64_t)mm->mc * (uint64_t)mm->kc * sizeof(T);
+  T *packed_b = parallel ? panel : (T *)(slots + slot * mm->slot_bytes + ((a_bytes + 63) & ~63ull));
+  const int64_t k_panels = mm->k > 0 ? (mm->k + mm->kc - 1) / mm->kc : 1;
+  for (int64_t j0 = 0; j0 < mm->n; j0 += mm->nc) {
+    const int64_t nc = mm->n - j0 < mm->nc ? mm->n - j0 : mm->nc;
+    for (int64_t kp = 0; kp < k_panels; ++kp) {
+      const int64_t p0 = kp * mm->kc;
+      const int64_t kc = mm->k - p0 < mm->kc ? mm->k - p0 : mm->kc;
+      gemm_panel g = {mm, item, packed_b, slots, j0, nc, p0, kc, kp == 0, kp == k_panels - 1};
+      const int64_t slivers = (nc + TSR_REF_NR - 1) / TSR_REF_NR;
+      const int64_t tasks = mm->m_blocks * mm->n_chunks;
+      gemm_pack_b_job pack_job = {&g, packed_b};
+      if (!parallel) {
+        if (kc > 0) pack_b_run(&pack_job, 0, slivers, 0);
+        // Serial: every task runs here, on slot |slot|.
+        g.slots = slots + slot * mm->slot_bytes;
+        panel_tasks_run(&g, 0, tasks, 0);
+        continue;
+      }
+      if (kc > 0) {
+        tsr_status status = host->parallel_for(host->ctx, slivers, 8, pack_b_run, &pack_job);
+        if (status != TSR_OK) return status;
+      }
+      tsr_status status = host->parallel_for(host->ctx, tasks, 1, panel_tasks_run, &g);
+      if (status != TSR_OK) return status;
+    }
+  }
+  return TSR_OK;
+}
+
+// Batch item |index|: its matrices' first elements.
+static gemm_item item_get(const tsr_ref_matmul_plan *mm, const gemm_item *base, int64_t index) {
+  gemm_item item = *base;
+  for (int32_t d = mm->batch_ndim - 1; d >= 0; --d) {
+    const int64_t i = index % mm->batch_sizes[d];
+    index /= mm->batch_sizes[d];
+    item.a += i * mm->a_batch_strides[d];
+    item.b += i * mm->b_batch_strides[d];
+    item.c += i * mm->c_batch_strides[d];
+    if (item.bias != NULL) item.bias += i * mm->bias_batch_strides[d];
+  }
+  return item;
+}
+
+typedef struct gemm_batch_job {
+  const tsr_ref_matmul_plan *mm;
+  gemm_item base;
+  char *slots;
+} gemm_batch_job;
+
+static void batch_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
+  gemm_batch_job *job = arg;
+  for (int64_t b = begin; b < end; ++b) {
+    item_run(job->mm, item_get(job->mm, &job->base, b), job->slots, NULL, thread_index, 0);
+  }
+}
+
+// The tiny case: each element a dot product, accumulated in T.
+static void naive_run(const tsr_ref_matmul_plan *mm, const gemm_item *item) {
+  for (int64_t i = 0; i < mm->m; ++i) {
+    for (int64_t j = 0; j < mm->n; ++j) {
+      T sum = 0;
+      for (int64_t p = 0; p < mm->k; ++p) sum += item->a[i * mm->a_rs + p * mm->a_cs] * item->b[p * mm->b_rs + j * mm->b_cs];
+      T *cp = item->c + i * mm->c_rs + j * mm->c_cs;
+      T v = (T)mm->alpha * sum;
+      if (mm->beta != 0) v += (T)mm->beta * *cp;
+      if (item->bias != NULL) v += item->bias[i * mm->bias_rs + j * mm->bias_cs];
+      *cp = activation_apply(mm->activation, v);
+    }
+  }
+}
+
+tsr_status TSR_REF_GEMM_EXECUTE(const tsr_ref_matmul_plan *mm, char *const *ptrs, char *workspace) {
+  gemm_item base = {
+      (const T *)ptrs[0],
+      (const T *)ptrs[1],
+      mm->has_bias ? (const T *)ptrs[2] : NULL,
+      (T *)ptrs[mm->has_bias ? 3 : 2],
+  };
+  if (mm->m == 0 || mm->n == 0 || mm->batch_count == 0) return TSR_OK;
+  int mode = mm->mode;
+  // A pool that grew since planning would hand out thread indices the
+  // workspace has no slot for: fall back to this thread.
+  if ((mode == TSR_REF_MATMUL_SPLIT || mode == TSR_REF_MATMUL_BATCHED) &&
+      tsr_ref_thread_count_get() > mm->slots) {
+    mode = TSR_REF_MATMUL_SERIAL;
+  }
+  switch (mode) {
+    case TSR_REF_MATMUL_NAIVE:
+      for (int64_t b = 0; b < mm->batch_count; ++b) {
+        gemm_item item = item_get(mm, &base, b);
+        naive_run(mm, &item);
+      }
+      return TSR_OK;
+    case TSR_REF_MATMUL_BATCHED: {
+      const tsr_host_api *host = tsr_ref_host_get();
+      gemm_batch_job job = {mm, base, workspace};
+      return host->parallel_for(host->ctx, mm->batch_count, 1, batch_items_run, &job);
+    }
+    case TSR_REF_MATMUL_SPLIT: {
+      T *panel = (T *)workspace;
+      char *slots = workspace + ((mm->panel_bytes + 63) & ~63ull);
+      for (int64_t b = 0; b < mm->batch_count; ++b) {
+        tsr_status status = item_run(mm, item_get(mm, &base, b), slots, panel, 0, 1);
+        if (status != TSR_OK) return status;
+      }
+      return TSR_OK;
+    }
+    default:
+      for (int64_t b = 0; b < mm->batch_count; ++b) {
+        item_run(mm, item_get(mm, &base, b), workspace, NULL, 0, 0);
+      }
+      return TSR_OK;
+  }
+}

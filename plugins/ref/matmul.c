@@ -1,0 +1,212 @@
+// MATMUL: validation and the blocking and threading decisions; the GEMM
+// itself is in gemm_impl.h.
+#include <string.h>
+
+#include "host.h"
+#include "plan.h"
+#include "signature.h"
+
+// Below this many multiply-adds per item, packing costs more than it saves.
+#define TSR_REF_MATMUL_NAIVE_MAX_MACS 4096
+// Below this many flops in all (~50 us on one core), a pool hand-off is not
+// worth it.
+#define TSR_REF_MATMUL_PARALLEL_MIN_FLOPS 4000000.0
+
+static tsr_status tsr_ref_matmul_execute(const tsr_plugin_plan *plan, char *const *ptrs,
+                                         char *workspace) {
+  const tsr_ref_matmul_plan *mm = &plan->u.matmul;
+  if (mm->dtype == TSR_FLOAT32) return tsr_ref_gemm_f32_execute(mm, ptrs, workspace);
+  return tsr_ref_gemm_f64_execute(mm, ptrs, workspace);
+}
+
+static int64_t tsr_ref_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t tsr_ref_round_up(int64_t a, int64_t b) { return tsr_ref_div_up(a, b) * b; }
+static uint64_t tsr_ref_round_up_64(uint64_t bytes) { return (bytes + 63) & ~63ull; }
+
+// Checks shapes: a [..., M, K], b [..., K, N], out [..., M, N], batch
+// dimensions broadcast; bias of out's rank broadcasting to it.
+static tsr_status tsr_ref_matmul_shapes_check(const tsr_op_signature *signature,
+                                              const tsr_plugin_plan *plan, int has_bias) {
+  const tsr_ref_operand *a = &plan->operands[0];
+  const tsr_ref_operand *b = &plan->operands[1];
+  const tsr_ref_operand *out = &plan->operands[plan->num_inputs];
+  const int32_t r = out->rank;
+  if (r < 2) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "matmul: out rank %d is below 2", (int)r);
+  }
+  if (a->rank != r || b->rank != r) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "matmul: a rank %d and b rank %d must equal out rank %d",
+                             (int)a->rank, (int)b->rank, (int)r);
+  }
+  const int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1];
+  if (b->sizes[r - 2] != k) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "matmul: b sizes[%d] is %lld but a's inner size K is %lld", (int)r - 2,
+                             (long long)b->sizes[r - 2], (long long)k);
+  }
+  if (out->sizes[r - 2] != m || out->sizes[r - 1] != n) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "matmul: out is [..., %lld, %lld], expected [..., M=%lld, N=%lld]",
+                             (long long)out->sizes[r - 2], (long long)out->sizes[r - 1],
+                             (long long)m, (long long)n);
+  }
+  for (int32_t d = 0; d < r - 2; ++d) {
+    const int64_t as = a->sizes[d], bs = b->sizes[d], os = out->sizes[d];
+    const int64_t want = as != 1 ? as : bs;
+    if ((as != 1 && bs != 1 && as != bs) || os != want) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                               "matmul: batch dimension %d: a %lld, b %lld, out %lld do not "
+                               "broadcast",
+                               (int)d, (long long)as, (long long)bs, (long long)os);
+    }
+  }
+  if (has_bias) {
+    const tsr_ref_operand *bias = &plan->operands[2];
+    tsr_status status = tsr_ref_broadcast_check(signature, bias, out);
+    if (status != TSR_OK) return status;
+  }
+  return TSR_OK;
+}
+
+// Fills the strides and blocking of |mm| from the checked operands.
+static void tsr_ref_matmul_layout_set(tsr_ref_matmul_plan *mm, const tsr_plugin_plan *plan) {
+  const tsr_ref_operand *a = &plan->operands[0];
+  const tsr_ref_operand *b = &plan->operands[1];
+  const tsr_ref_operand *bias = mm->has_bias ? &plan->operands[2] : NULL;
+  const tsr_ref_operand *out = &plan->operands[plan->num_inputs];
+  const int32_t r = out->rank;
+  mm->m = a->sizes[r - 2];
+  mm->k = a->sizes[r - 1];
+  mm->n = b->sizes[r - 1];
+  mm->a_rs = a->strides[r - 2];
+  mm->a_cs = a->strides[r - 1];
+  mm->b_rs = b->strides[r - 2];
+  mm->b_cs = b->strides[r - 1];
+  mm->c_rs = out->strides[r - 2];
+  mm->c_cs = out->strides[r - 1];
+  if (bias != NULL) {
+    mm->bias_rs = bias->sizes[r - 2] == 1 ? 0 : bias->strides[r - 2];
+    mm->bias_cs = bias->sizes[r - 1] == 1 ? 0 : bias->strides[r - 1];
+  }
+  mm->batch_ndim = r - 2;
+  mm->batch_count = 1;
+  for (int32_t d = 0; d < r - 2; ++d) {
+    mm->batch_sizes[d] = out->sizes[d];
+    mm->batch_count *= out->sizes[d];
+    mm->a_batch_strides[d] = a->sizes[d] == 1 ? 0 : a->strides[d];
+    mm->b_batch_strides[d] = b->sizes[d] == 1 ? 0 : b->strides[d];
+    mm->c_batch_strides[d] = out->strides[d];
+    if (bias != NULL) mm->bias_batch_strides[d] = bias->sizes[d] == 1 ? 0 : bias->strides[d];
+  }
+}
+
+// Chooses the mode and the blocking, and the workspace they need.
+static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
+  const tsr_ref_gemm_geometry *g =
+      mm->dtype == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
+  const uint64_t elem = mm->dtype == TSR_FLOAT32 ? 4 : 8;
+  const double macs = (double)mm->m * (double)mm->n * (double)mm->k;
+  if (macs <= TSR_REF_MATMUL_NAIVE_MAX_MACS) {
+    mm->mode = TSR_REF_MATMUL_NAIVE;
+    return 0;
+  }
+  const int32_t threads = tsr_ref_thread_count_get();
+  const double flops = 2.0 * macs * (double)mm->batch_count;
+  if (threads == 1 || flops < TSR_REF_MATMUL_PARALLEL_MIN_FLOPS) {
+    mm->mode = TSR_REF_MATMUL_SERIAL;
+  } else if (mm->batch_count % threads == 0 || mm->batch_count >= 4 * threads) {
+    mm->mode = TSR_REF_MATMUL_BATCHED;
+  } else {
+    mm->mode = TSR_REF_MATMUL_SPLIT;
+  }
+  mm->kc = mm->k < g->kc ? mm->k : g->kc;
+  mm->nc = tsr_ref_round_up(mm->n, g->nr);
+  if (mm->nc > g->nc_max) mm->nc = g->nc_max;
+  int64_t m_blocks = tsr_ref_div_up(mm->m, g->mc_max);
+  mm->n_chunks = 1;
+  if (mm->mode == TSR_REF_MATMUL_SPLIT) {
+    // Enough (A block, column chunk) tasks for every thread, in a multiple
+    // of the thread count so no thread idles at the end.
+    const int64_t rows_per_tile = g->mr;
+    int64_t want = tsr_ref_round_up(m_blocks, threads);
+    if (want * rows_per_tile <= tsr_ref_round_up(mm->m, rows_per_tile)) m_blocks = want;
+    if (m_blocks < 2 * threads) {
+      const int64_t slivers = tsr_ref_div_up(mm->nc, g->nr);
+      int64_t chunks = tsr_ref_div_up(2 * threads, m_blocks);
+      mm->n_chunks = chunks < slivers ? chunks : slivers;
+    }
+  }
+  mm->mc = tsr_ref_round_up(tsr_ref_div_up(mm->m, m_blocks), g->mr);
+  mm->m_blocks = tsr_ref_div_up(mm->m, mm->mc);
+
+  const uint64_t a_bytes = tsr_ref_round_up_64((uint64_t)mm->mc * (uint64_t)mm->kc * elem);
+  const uint64_t b_bytes = tsr_ref_round_up_64((uint64_t)mm->kc * (uint64_t)mm->nc * elem);
+  switch (mm->mode) {
+    case TSR_REF_MATMUL_SERIAL:
+      mm->slots = 1;
+      mm->slot_bytes = a_bytes + b_bytes;
+      break;
+    case TSR_REF_MATMUL_BATCHED:
+      mm->slots = threads;
+      mm->slot_bytes = a_bytes + b_bytes;
+      break;
+    default:
+      mm->slots = threads;
+      mm->panel_bytes = b_bytes;
+      mm->slot_bytes = a_bytes;
+      break;
+  }
+  // 64 bytes of slack let execution round an arbitrary workspace offset up.
+  return mm->panel_bytes + (uint64_t)mm->slots * mm->slot_bytes + 64;
+}
+
+tsr_status tsr_ref_matmul_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
+  const tsr_matmul_attrs *attrs = signature->attrs;
+  if (attrs != NULL && attrs->struct_size < sizeof(size_t) + sizeof(double)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "matmul: attrs struct_size %zu is too small",
+                             attrs->struct_size);
+  }
+  // NULL attrs, or fields an older struct lacks, take the catalogue defaults.
+  double alpha = 1.0, beta = 0.0;
+  int32_t activation = TSR_ACTIVATION_NONE;
+  int has_bias = 0;
+  if (attrs != NULL) {
+    alpha = attrs->alpha;
+    if (TSR_ABI_COVERS(attrs, tsr_matmul_attrs, beta)) beta = attrs->beta;
+    if (TSR_ABI_COVERS(attrs, tsr_matmul_attrs, activation)) activation = attrs->activation;
+    if (TSR_ABI_COVERS(attrs, tsr_matmul_attrs, has_bias)) has_bias = attrs->has_bias != 0;
+  }
+  if (activation < 0 || activation >= TSR_ACTIVATION_COUNT) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "matmul: activation %d is unknown",
+                             (int)activation);
+  }
+  static const char *const with_bias[] = {"a", "b", "bias", "out"};
+  static const char *const without_bias[] = {"a", "b", "out"};
+  tsr_status status = has_bias ? tsr_ref_operands_init(signature, plan, 3, 3, 1, with_bias)
+                               : tsr_ref_operands_init(signature, plan, 2, 2, 1, without_bias);
+  if (status != TSR_OK) return status;
+  const tsr_ref_operand *a = &plan->operands[0];
+  const tsr_ref_operand *out = &plan->operands[plan->num_inputs];
+  status = tsr_ref_dtype_check(signature, a, TSR_REF_DTYPES_FLOAT, "matmul takes float");
+  for (int32_t i = 1; i < plan->num_inputs + 1 && status == TSR_OK; ++i) {
+    status = tsr_ref_same_dtype_check(signature, a, &plan->operands[i]);
+  }
+  if (status == TSR_OK) status = tsr_ref_matmul_shapes_check(signature, plan, has_bias);
+  if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
+  if (status != TSR_OK) return status;
+
+  tsr_ref_matmul_plan *mm = &plan->u.matmul;
+  memset(mm, 0, sizeof(*mm));
+  mm->dtype = a->dtype;
+  mm->alpha = alpha;
+  mm->beta = beta;
+  mm->activation = activation;
+  mm->has_bias = has_bias;
+  tsr_ref_matmul_layout_set(mm, plan);
+  plan->workspace_bytes = tsr_ref_matmul_blocking_set(mm);
+  plan->execute = tsr_ref_matmul_execute;
+  plan->engine = mm->mode == TSR_REF_MATMUL_NAIVE ? "ref:naive-gemm" : "ref:blocked-gemm";
+  return TSR_OK;
+}

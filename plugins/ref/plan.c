@@ -1,0 +1,266 @@
+// Plan creation, description, execution and destruction: the checks every op
+// shares, then the op's own builder.
+#include "plan.h"
+
+#include <string.h>
+
+#include "buffer.h"
+#include "host.h"
+#include "signature.h"
+#include "stream.h"
+
+static const tsr_ref_plan_init_fn k_plan_inits[TSR_OP_COUNT] = {
+    [TSR_OP_FILL] = tsr_ref_fill_plan_init,
+    [TSR_OP_COPY] = tsr_ref_copy_plan_init,
+    [TSR_OP_CAST] = tsr_ref_cast_plan_init,
+    [TSR_OP_UNARY] = tsr_ref_unary_plan_init,
+    [TSR_OP_UNARY_BACKWARD] = tsr_ref_unary_backward_plan_init,
+    [TSR_OP_BINARY] = tsr_ref_binary_plan_init,
+    [TSR_OP_COMPARE] = tsr_ref_compare_plan_init,
+    [TSR_OP_WHERE] = tsr_ref_where_plan_init,
+    [TSR_OP_CLAMP] = tsr_ref_clamp_plan_init,
+    [TSR_OP_REDUCE] = tsr_ref_reduce_plan_init,
+    [TSR_OP_ARG_REDUCE] = tsr_ref_arg_reduce_plan_init,
+    [TSR_OP_MATMUL] = tsr_ref_matmul_plan_init,
+};
+
+// Checks what every signature must satisfy, then runs the op's builder.
+static tsr_status tsr_ref_plan_build(const char *what, const tsr_op_signature *signature,
+                                     tsr_plugin_plan *plan) {
+  if (signature == NULL) return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: signature is NULL", what);
+  if (!TSR_ABI_COVERS(signature, tsr_op_signature, flags)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: signature struct_size %zu is too small",
+                             what, signature->struct_size);
+  }
+  const char *op = tsr_op_name(signature->op);
+  if (op == NULL || signature->op == TSR_OP_INVALID) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: op %d is not in the catalogue", what,
+                             (int)signature->op);
+  }
+  if (signature->device != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: device %d does not exist", op,
+                             (int)signature->device);
+  }
+  if (signature->num_inputs < 0 || signature->num_outputs < 0 ||
+      signature->num_inputs + signature->num_outputs > TSR_MAX_OPERANDS) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "%s: %d inputs and %d outputs (at most %d operands in all)", op,
+                             (int)signature->num_inputs, (int)signature->num_outputs,
+                             TSR_MAX_OPERANDS);
+  }
+  if ((signature->num_inputs > 0 && signature->inputs == NULL) ||
+      (signature->num_outputs > 0 && signature->outputs == NULL)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                             signature->inputs == NULL ? "inputs" : "outputs");
+  }
+  if (signature->math_mode < TSR_MATH_STRICT || signature->math_mode > TSR_MATH_ALLOW_REDUCED) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: math_mode %d is unknown", op,
+                             (int)signature->math_mode);
+  }
+  uint32_t known_flags = TSR_PLAN_REQUIRE_DETERMINISM | TSR_PLAN_AUTOTUNE;
+  if ((signature->flags & ~known_flags) != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: flags 0x%x hold unknown bits", op,
+                             (unsigned)signature->flags);
+  }
+  if (k_plan_inits[signature->op] == NULL) {
+    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s is not implemented yet", op);
+  }
+  memset(plan, 0, offsetof(tsr_plugin_plan, u));
+  // Every ref kernel is bit-reproducible: fixed chunking, no atomics, the same
+  // summation order whatever the thread count. So REQUIRE_DETERMINISM always
+  // holds, and a strict-fp32 plan satisfies every math mode.
+  plan->info_flags = TSR_PLAN_INFO_DETERMINISTIC;
+  return k_plan_inits[signature->op](signature, plan);
+}
+
+tsr_status tsr_ref_op_supports(const tsr_op_signature *signature) {
+  tsr_plugin_plan plan;
+  return tsr_ref_plan_build("op_supports", signature, &plan);
+}
+
+tsr_status tsr_ref_plan_create(const tsr_op_signature *signature, tsr_plugin_plan **out_plan) {
+  if (out_plan == NULL) return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_create: out_plan is NULL");
+  *out_plan = NULL;
+  const tsr_host_api *host = tsr_ref_host_get();
+  tsr_plugin_plan *plan = host->mem_alloc(host->ctx, sizeof(*plan), 64);
+  if (plan == NULL) {
+    return tsr_ref_error_set(TSR_OUT_OF_MEMORY, "plan_create: no memory for a %zu-byte plan",
+                             sizeof(*plan));
+  }
+  tsr_status status = tsr_ref_plan_build("plan_create", signature, plan);
+  if (status != TSR_OK) {
+    host->mem_free(host->ctx, plan);
+    return status;
+  }
+  *out_plan = plan;
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_plan_info_get(const tsr_plugin_plan *plan, tsr_plan_info *out_info) {
+  if (plan == NULL) return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_info_get: plan is NULL");
+  if (out_info == NULL || out_info->struct_size < sizeof(size_t)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "plan_info_get: out_info is NULL or its struct_size is too small");
+  }
+  tsr_plan_info info = {
+      .struct_size = out_info->struct_size,
+      .engine = plan->engine,
+      .workspace_bytes = plan->workspace_bytes,
+      .saved_state_bytes = 0,
+      .flags = plan->info_flags,
+  };
+  memcpy(out_info, &info, info.struct_size < sizeof(info) ? info.struct_size : sizeof(info));
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_plan_destroy(tsr_plugin_plan *plan) {
+  if (plan == NULL) return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_destroy: plan is NULL");
+  const tsr_host_api *host = tsr_ref_host_get();
+  host->mem_free(host->ctx, plan);
+  return TSR_OK;
+}
+
+// Says, on the error path only, how |desc| departs from the plan's operand.
+static tsr_status tsr_ref_operand_mismatch(const tsr_plugin_plan *plan,
+                                           const tsr_ref_operand *operand,
+                                           const tsr_tensor_desc *desc, const char *detail) {
+  (void)desc;
+  return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: %s %s does not match the plan: %s",
+                           tsr_op_name(plan->op), operand->name, detail);
+}
+
+// Checks |desc| against the plan's |operand| and resolves its first element.
+static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
+                                                 const tsr_ref_operand *operand,
+                                                 const tsr_tensor_desc *desc, char **out_ptr) {
+  if (!TSR_ABI_COVERS(desc, tsr_tensor_desc, alias_group)) {
+    return tsr_ref_operand_mismatch(plan, operand, desc, "struct_size too small");
+  }
+  const size_t dims_bytes = sizeof(int64_t) * (size_t)operand->rank;
+  if (desc->dtype != operand->dtype || desc->rank != operand->rank ||
+      memcmp(desc->sizes, operand->sizes, dims_bytes) != 0 ||
+      memcmp(desc->strides, operand->strides, dims_bytes) != 0) {
+    return tsr_ref_operand_mismatch(plan, operand, desc, "dtype, rank, sizes or strides differ");
+  }
+  uint32_t alignment = desc->alignment == 0 ? 1 : desc->alignment;
+  if (alignment < operand->alignment || desc->device != 0) {
+    return tsr_ref_operand_mismatch(plan, operand, desc, "less aligned, or another device");
+  }
+  const tsr_plugin_buffer *buffer = desc->buffer;
+  if (operand->extent_bytes == 0) {
+    *out_ptr = buffer != NULL ? (char *)buffer->data : NULL;
+    return TSR_OK;
+  }
+  if (buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE) {
+    return tsr_ref_operand_mismatch(plan, operand, desc, "buffer is NULL or not a live ref buffer");
+  }
+  if (desc->byte_offset > buffer->bytes ||
+      operand->extent_bytes > buffer->bytes - desc->byte_offset) {
+    return tsr_ref_operand_mismatch(plan, operand, desc,
+                                    "byte_offset plus the view's extent is past the buffer's end");
+  }
+  char *ptr = (char *)buffer->data + desc->byte_offset;
+  if (((uintptr_t)ptr & (operand->elem_size - 1)) != 0) {
+    return tsr_ref_operand_mismatch(plan, operand, desc,
+                                    "byte_offset is not a multiple of the dtype's size");
+  }
+  *out_ptr = ptr;
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args *args,
+                                tsr_plugin_stream *stream) {
+  if (plan == NULL || args == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: %s is NULL",
+                             plan == NULL ? "plan" : "args");
+  }
+  if (!TSR_ABI_COVERS(args, tsr_exec_args, workspace_bytes)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: args struct_size %zu is too small",
+                             args->struct_size);
+  }
+  tsr_status status = tsr_ref_stream_check("plan_execute", stream);
+  if (status != TSR_OK) return status;
+  if (args->num_inputs != plan->num_inputs || args->num_outputs != plan->num_outputs ||
+      (plan->num_inputs > 0 && args->inputs == NULL) ||
+      (plan->num_outputs > 0 && args->outputs == NULL)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "plan_execute: %s takes %d inputs and %d outputs, got %d and %d "
+                             "(or a NULL array)",
+                             tsr_op_name(plan->op), (int)plan->num_inputs, (int)plan->num_outputs,
+                             (int)args->num_inputs, (int)args->num_outputs);
+  }
+  char *ptrs[TSR_MAX_OPERANDS];
+  for (int32_t i = 0; i < plan->num_inputs; ++i) {
+    status = tsr_ref_operand_resolve(plan, &plan->operands[i], &args->inputs[i], &ptrs[i]);
+    if (status != TSR_OK) return status;
+  }
+  for (int32_t o = 0; o < plan->num_outputs; ++o) {
+    const tsr_ref_operand *operand = &plan->operands[plan->num_inputs + o];
+    const tsr_tensor_desc *desc = &args->outputs[o];
+    status = tsr_ref_operand_resolve(plan, operand, desc, &ptrs[plan->num_inputs + o]);
+    if (status != TSR_OK) return status;
+    uint32_t mask = 0;
+    if (desc->alias_group >= 0) {
+      for (int32_t i = 0; i < plan->num_inputs; ++i) {
+        if (args->inputs[i].alias_group != desc->alias_group) continue;
+        mask |= 1u << i;
+        if (args->inputs[i].buffer != desc->buffer ||
+            args->inputs[i].byte_offset != desc->byte_offset) {
+          return tsr_ref_operand_mismatch(plan, operand, desc,
+                                          "it shares an alias group with an input it does not "
+                                          "alias exactly");
+        }
+      }
+    }
+    if (mask != operand->alias_mask) {
+      return tsr_ref_operand_mismatch(plan, operand, desc, "alias groups differ from the plan's");
+    }
+  }
+  char *workspace = NULL;
+  if (plan->workspace_bytes > 0) {
+    const tsr_plugin_buffer *ws = args->workspace;
+    if (ws == NULL || ws->state != TSR_REF_BUFFER_LIVE ||
+        args->workspace_bytes < plan->workspace_bytes ||
+        args->workspace_offset > ws->bytes ||
+        plan->workspace_bytes > ws->bytes - args->workspace_offset) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                               "plan_execute: %s needs a workspace of %llu bytes inside a live ref "
+                               "buffer; got %llu bytes at offset %llu",
+                               tsr_op_name(plan->op), (unsigned long long)plan->workspace_bytes,
+                               (unsigned long long)args->workspace_bytes,
+                               (unsigned long long)args->workspace_offset);
+    }
+    // workspace_bytes includes the slack to round the start up to 64 bytes.
+    uintptr_t start = (uintptr_t)ws->data + args->workspace_offset;
+    workspace = (char *)((start + 63) & ~(uintptr_t)63);
+  }
+  return plan->execute(plan, ptrs, workspace);
+}
+
+// Runs an elementwise plan: the engine wants the output first.
+static tsr_status tsr_ref_ew_plan_execute(const tsr_plugin_plan *plan, char *const *ptrs,
+                                          char *workspace) {
+  (void)workspace;
+  char *ew_ptrs[TSR_REF_EW_MAX_OPERANDS];
+  ew_ptrs[0] = ptrs[plan->num_inputs];
+  for (int32_t i = 0; i < plan->num_inputs; ++i) ew_ptrs[i + 1] = ptrs[i];
+  return tsr_ref_ew_execute(&plan->u.ew, ew_ptrs);
+}
+
+void tsr_ref_ew_plan_from_operands(tsr_plugin_plan *plan, tsr_ref_ew_kernel kernel,
+                                   tsr_ref_ew_cost cost) {
+  int64_t elem_sizes[TSR_REF_EW_MAX_OPERANDS];
+  const int64_t *sizes[TSR_REF_EW_MAX_OPERANDS];
+  const int64_t *strides[TSR_REF_EW_MAX_OPERANDS];
+  const tsr_ref_operand *out = &plan->operands[plan->num_inputs];
+  int32_t n = 1 + plan->num_inputs;
+  for (int32_t k = 0; k < n; ++k) {
+    const tsr_ref_operand *operand = k == 0 ? out : &plan->operands[k - 1];
+    elem_sizes[k] = operand->elem_size;
+    sizes[k] = operand->sizes;
+    strides[k] = operand->strides;
+  }
+  tsr_ref_ew_plan_init(&plan->u.ew, n, elem_sizes, out->rank, sizes, strides, kernel, cost);
+  plan->execute = tsr_ref_ew_plan_execute;
+  plan->engine = "ref:elementwise";
+}

@@ -1,0 +1,139 @@
+// ref's identity, device, and the table that ties all of ref together.
+#include <string.h>
+#include <unistd.h>
+
+#include "buffer.h"
+#include "host.h"
+#include "plan.h"
+#include "ref_plugin.h"
+#include "stream.h"
+
+#if defined(__clang__)
+#define TSR_REF_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define TSR_REF_COMPILER "gcc " __VERSION__
+#else
+#define TSR_REF_COMPILER "an unknown C11 compiler"
+#endif
+
+#if defined(__AVX512F__)
+#define TSR_REF_ISA ", AVX-512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TSR_REF_ISA ", AVX2+FMA"
+#elif defined(__AVX__)
+#define TSR_REF_ISA ", AVX"
+#elif defined(__SSE2__)
+#define TSR_REF_ISA ", SSE2"
+#else
+#define TSR_REF_ISA ""
+#endif
+
+static tsr_status tsr_ref_shutdown(void) {
+  // Nothing of ref is in use any more: give the cached blocks back.
+  return tsr_ref_allocator_trim(0);
+}
+
+static tsr_status tsr_ref_probe(void) { return TSR_OK; }
+
+static tsr_status tsr_ref_device_count_get(int32_t *out_count) {
+  if (out_count == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "device_count_get: out_count is NULL");
+  }
+  *out_count = 1;
+  return TSR_OK;
+}
+
+static tsr_status tsr_ref_device_props_get(int32_t device, tsr_device_props *out_props) {
+  if (device != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "device_props_get: device %d does not exist",
+                             (int)device);
+  }
+  if (out_props == NULL || out_props->struct_size < sizeof(size_t)) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "device_props_get: out_props is NULL or its struct_size is too small");
+  }
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  tsr_device_props props = {
+      .struct_size = out_props->struct_size,
+      .name = "Tessera reference CPU",
+      .memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0,
+      .compute_units = (uint32_t)tsr_ref_thread_count_get(),
+      .flags = TSR_DEVICE_HOST_ACCESSIBLE | TSR_DEVICE_EVENTS | TSR_DEVICE_TIMING_EVENTS,
+      .dtype_mask = TSR_DTYPE_BIT(TSR_FLOAT32) | TSR_DTYPE_BIT(TSR_FLOAT64) |
+                    TSR_DTYPE_BIT(TSR_INT32) | TSR_DTYPE_BIT(TSR_INT64) | TSR_DTYPE_BIT(TSR_BOOL),
+      .base_alignment = TSR_REF_BASE_ALIGNMENT,
+  };
+  memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));
+  return TSR_OK;
+}
+
+static const tsr_plugin_api k_ref_api = {
+    .struct_size = sizeof(tsr_plugin_api),
+    .abi_major = TSR_ABI_VERSION_MAJOR,
+    .abi_minor = TSR_ABI_VERSION_MINOR,
+    .name = "ref",
+    .version = "0.1.0",
+    .vendor = "Tessera",
+    .build_info = "portable C11 (" TSR_REF_COMPILER TSR_REF_ISA ")",
+    .init = NULL,
+    .shutdown = tsr_ref_shutdown,
+    .probe = tsr_ref_probe,
+    .device_count_get = tsr_ref_device_count_get,
+    .device_props_get = tsr_ref_device_props_get,
+    .buffer_alloc = tsr_ref_buffer_alloc,
+    .buffer_free = tsr_ref_buffer_free,
+    .buffer_host_ptr_get = tsr_ref_buffer_host_ptr_get,
+    // ref's buffers are host memory already: no pinned staging to offer.
+    .host_pinned_alloc = NULL,
+    .host_pinned_free = NULL,
+    .allocator_stats_get = tsr_ref_allocator_stats_get,
+    .allocator_trim = tsr_ref_allocator_trim,
+    .copy_host_to_device = tsr_ref_copy_host_to_device,
+    .copy_device_to_host = tsr_ref_copy_device_to_host,
+    .copy_device_to_device = tsr_ref_copy_device_to_device,
+    .stream_create = tsr_ref_stream_create,
+    .stream_destroy = tsr_ref_stream_destroy,
+    .stream_synchronize = tsr_ref_stream_synchronize,
+    .stream_query = tsr_ref_stream_query,
+    .stream_wait_event = tsr_ref_stream_wait_event,
+    .event_create = tsr_ref_event_create,
+    .event_destroy = tsr_ref_event_destroy,
+    .event_record = tsr_ref_event_record,
+    .event_query = tsr_ref_event_query,
+    .event_synchronize = tsr_ref_event_synchronize,
+    .event_elapsed_get = tsr_ref_event_elapsed_get,
+    .op_supports = tsr_ref_op_supports,
+    .plan_create = tsr_ref_plan_create,
+    .plan_info_get = tsr_ref_plan_info_get,
+    .plan_execute = tsr_ref_plan_execute,
+    .plan_destroy = tsr_ref_plan_destroy,
+};
+
+tsr_status tsr_ref_plugin_create(const tsr_host_api *host, const tsr_plugin_api **out_api) {
+  if (out_api != NULL) *out_api = NULL;
+  // Without a usable host there is nowhere to send a message.
+  if (host == NULL) return TSR_INVALID_ARGUMENT;
+  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
+      host->abi_major != TSR_ABI_VERSION_MAJOR) {
+    return TSR_ABI_MISMATCH;
+  }
+  if (!TSR_ABI_HAS(host, tsr_host_api, error_set)) return TSR_INVALID_ARGUMENT;
+  if (!TSR_ABI_COVERS(host, tsr_host_api, thread_count)) {
+    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
+                           "ref: host table of %zu bytes lacks functions ref needs (%zu bytes)",
+                           host->struct_size, sizeof(tsr_host_api));
+  }
+  if (host->mem_alloc == NULL || host->mem_free == NULL || host->parallel_for == NULL ||
+      host->thread_count == NULL) {
+    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
+                           "ref: host table has a NULL mem_alloc, mem_free, parallel_for or "
+                           "thread_count");
+  }
+  if (out_api == NULL) {
+    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "ref: out_api is NULL");
+  }
+  tsr_ref_host_set(host);
+  *out_api = &k_ref_api;
+  return TSR_OK;
+}

@@ -1,0 +1,368 @@
+// MATMUL against float64 loops: odd sizes, several depth panels, transposed
+// operands, batch broadcasting, bias, activations, alpha and beta, thread
+// independence, and the signatures it must refuse.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+// clang-format on
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "test_host.h"
+#include "test_util.h"
+
+static double activation_want(tsr_activation_t act, double v) {
+  switch (act) {
+    case TSR_ACTIVATION_RELU: return v < 0 ? 0 : v;
+    case TSR_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    case TSR_ACTIVATION_GELU_TANH:
+      return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    case TSR_ACTIVATION_SIGMOID: return 1 / (1 + exp(-v));
+    case TSR_ACTIVATION_TANH: return tanh(v);
+    default: return v;
+  }
+}
+
+// Runs MATMUL and checks out against a float64 evaluation. |before| holds a
+// copy of out's values before the call (for beta).
+static void matmul_check(const tsr_matmul_attrs *attrs, tt_tensor *a, tt_tensor *b,
+                         tt_tensor *bias, tt_tensor *out, const tt_tensor *before,
+                         const char *engine_want) {
+  tt_tensor *in[] = {a, b, bias};
+  tt_tensor *outs[] = {out};
+  const char *engine = NULL;
+  int has_bias = attrs != NULL && attrs->has_bias;
+  assert_int_equal(tt_run(TSR_OP_MATMUL, attrs, in, has_bias ? 3 : 2, outs, 1, &engine), TSR_OK);
+  if (engine_want != NULL) assert_string_equal(engine, engine_want);
+  const int32_t r = out->desc.rank;
+  const int64_t k_size = a->desc.sizes[r - 1];
+  const double alpha = attrs != NULL ? attrs->alpha : 1.0;
+  const double beta = attrs != NULL ? attrs->beta : 0.0;
+  const tsr_activation_t act = attrs != NULL ? attrs->activation : TSR_ACTIVATION_NONE;
+  const double tol = out->desc.dtype == TSR_FLOAT32 ? 2e-5 : 1e-12;
+  if (tt_numel(out) == 0) return;
+  int64_t idx[TSR_MAX_RANK] = {0};
+  do {
+    int64_t ai[TSR_MAX_RANK], bi[TSR_MAX_RANK];
+    memcpy(ai, idx, sizeof(ai));
+    memcpy(bi, idx, sizeof(bi));
+    double sum = 0, magnitude = 0;
+    for (int64_t k = 0; k < k_size; ++k) {
+      ai[r - 1] = k;
+      bi[r - 2] = k;
+      double p = tt_get_broadcast(a, ai) * tt_get_broadcast(b, bi);
+      sum += p;
+      magnitude += fabs(p);
+    }
+    double v = alpha * sum;
+    if (has_bias) v += tt_get_broadcast(bias, idx);
+    if (beta != 0) v += beta * tt_get(before, idx);
+    double want = activation_want(act, v);
+    double got = tt_get(out, idx);
+    double atol = tol * (fabs(alpha) * magnitude + fabs(v) + 1);
+    if (!tt_close(got, want, tol, atol)) {
+      fail_msg("matmul out[%lld, %lld]: got %.9g, want %.9g", (long long)idx[r - 2],
+               (long long)idx[r - 1], got, want);
+    }
+  } while (tt_index_next(idx, r, out->desc.sizes));
+}
+
+// A contiguous [batch..., m, k] x [batch..., k, n] -> [batch..., m, n] case.
+static void matmul_case(tsr_dtype_t dtype, int64_t m, int64_t n, int64_t k, const char *engine) {
+  const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
+  tt_tensor a, b, out;
+  tt_tensor_make(&a, dtype, 2, as, NULL, 0);
+  tt_tensor_make(&b, dtype, 2, bs, NULL, 0);
+  tt_tensor_make(&out, dtype, 2, os, NULL, 0);
+  tt_fill(&a, (uint64_t)(m * 31 + k), -1, 1);
+  tt_fill(&b, (uint64_t)(n * 17 + k), -1, 1);
+  matmul_check(NULL, &a, &b, NULL, &out, NULL, engine);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+}
+
+static void test_matmul_matches_double_loops_for_odd_and_edge_sizes(void **state) {
+  (void)state;
+  static const int64_t shapes[][3] = {
+      {1, 1, 1}, {1, 1, 300}, {2, 3, 4}, {7, 13, 5}, {6, 16, 64}, {13, 17, 19},
+      {33, 1, 70}, {1, 45, 33}, {65, 31, 257}, {130, 47, 513}, {37, 260, 600},
+  };
+  for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); ++i) {
+    matmul_case(TSR_FLOAT32, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
+    matmul_case(TSR_FLOAT64, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
+  }
+}
+
+static void test_matmul_picks_the_naive_engine_for_tiny_and_the_blocked_one_otherwise(void **state) {
+  (void)state;
+  matmul_case(TSR_FLOAT32, 4, 4, 4, "ref:naive-gemm");
+  matmul_case(TSR_FLOAT32, 64, 64, 64, "ref:blocked-gemm");
+}
+
+static void test_matmul_reads_transposed_and_strided_operands(void **state) {
+  (void)state;
+  const int64_t m = 29, n = 35, k = 300;
+  const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
+  const int32_t transposed[] = {1, 0};
+  for (int d = 0; d < 2; ++d) {
+    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+    tt_tensor a, b, out;
+    tt_tensor_make_permuted(&a, dtype, 2, as, transposed);
+    tt_tensor_make_permuted(&b, dtype, 2, bs, transposed);
+    tt_tensor_make_permuted(&out, dtype, 2, os, transposed);
+    tt_fill(&a, 21, -1, 1);
+    tt_fill(&b, 22, -1, 1);
+    matmul_check(NULL, &a, &b, NULL, &out, NULL, NULL);
+    tt_tensor_free(&a);
+    tt_tensor_free(&out);
+    // Gapped rows and columns, and an offset.
+    const int64_t a_strides[] = {2 * k + 3, 2};
+    const int64_t out_strides[] = {3, 3 * m + 1};
+    tt_tensor_make(&a, dtype, 2, as, a_strides, 5);
+    tt_tensor_make(&out, dtype, 2, os, out_strides, 7);
+    tt_fill(&a, 23, -1, 1);
+    matmul_check(NULL, &a, &b, NULL, &out, NULL, NULL);
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&out);
+  }
+}
+
+static void test_matmul_broadcasts_batch_dimensions(void **state) {
+  (void)state;
+  const int64_t as[] = {2, 1, 9, 20}, bs[] = {1, 3, 20, 11}, os[] = {2, 3, 9, 11};
+  // b's batch also as an expanded view: stride 0 over size 2.
+  const int64_t bs_expanded[] = {2, 3, 20, 11};
+  const int64_t b_expanded_strides[] = {0, 220, 11, 1};
+  tt_tensor a, b, b_expanded, out;
+  tt_tensor_make(&a, TSR_FLOAT32, 4, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 4, bs, NULL, 0);
+  tt_tensor_make(&b_expanded, TSR_FLOAT32, 4, bs_expanded, b_expanded_strides, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 4, os, NULL, 0);
+  tt_fill(&a, 31, -1, 1);
+  tt_fill(&b, 32, -1, 1);
+  tt_fill(&b_expanded, 33, -1, 1);
+  matmul_check(NULL, &a, &b, NULL, &out, NULL, NULL);
+  matmul_check(NULL, &a, &b_expanded, NULL, &out, NULL, NULL);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&b_expanded);
+  tt_tensor_free(&out);
+}
+
+static void test_matmul_adds_bias_and_applies_every_activation(void **state) {
+  (void)state;
+  const int64_t m = 23, n = 37, k = 41;
+  const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
+  const int64_t row_bias[] = {1, n}, column_bias[] = {m, 1};
+  for (int d = 0; d < 2; ++d) {
+    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+    tt_tensor a, b, bias_row, bias_column, out;
+    tt_tensor_make(&a, dtype, 2, as, NULL, 0);
+    tt_tensor_make(&b, dtype, 2, bs, NULL, 0);
+    tt_tensor_make(&bias_row, dtype, 2, row_bias, NULL, 0);
+    tt_tensor_make(&bias_column, dtype, 2, column_bias, NULL, 0);
+    tt_tensor_make(&out, dtype, 2, os, NULL, 0);
+    tt_fill(&a, 41, -1, 1);
+    tt_fill(&b, 42, -1, 1);
+    tt_fill(&bias_row, 43, -2, 2);
+    tt_fill(&bias_column, 44, -2, 2);
+    for (tsr_activation_t act = TSR_ACTIVATION_NONE; act < TSR_ACTIVATION_COUNT; ++act) {
+      tsr_matmul_attrs attrs = {sizeof(attrs), 0.5, 0.0, act, 1};
+      matmul_check(&attrs, &a, &b, &bias_row, &out, NULL, NULL);
+      matmul_check(&attrs, &a, &b, &bias_column, &out, NULL, NULL);
+    }
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&bias_row);
+    tt_tensor_free(&bias_column);
+    tt_tensor_free(&out);
+  }
+}
+
+static void test_matmul_beta_accumulates_into_out_and_beta_zero_never_reads_it(void **state) {
+  (void)state;
+  const int64_t m = 19, n = 21, k = 600;  // three depth panels
+  const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
+  tt_tensor a, b, out, before;
+  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_tensor_make(&before, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_fill(&a, 51, -1, 1);
+  tt_fill(&b, 52, -1, 1);
+  tt_fill(&out, 53, -3, 3);
+  tt_fill(&before, 53, -3, 3);
+  tsr_matmul_attrs attrs = {sizeof(attrs), -1.5, 0.75, TSR_ACTIVATION_NONE, 0};
+  matmul_check(&attrs, &a, &b, NULL, &out, &before, NULL);
+  // NaN in out must not leak through beta = 0.
+  int64_t idx[2] = {0, 0};
+  do tt_set(&out, idx, NAN); while (tt_index_next(idx, 2, os));
+  attrs.beta = 0.0;
+  matmul_check(&attrs, &a, &b, NULL, &out, NULL, NULL);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+  tt_tensor_free(&before);
+}
+
+static void test_matmul_with_empty_k_gives_bias_plus_beta_out(void **state) {
+  (void)state;
+  const int64_t as[] = {70, 0}, bs[] = {0, 90}, os[] = {70, 90}, bias_sizes[] = {1, 90};
+  tt_tensor a, b, bias, out, before;
+  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+  tt_tensor_make(&bias, TSR_FLOAT32, 2, bias_sizes, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_tensor_make(&before, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_fill(&bias, 61, -1, 1);
+  tt_fill(&out, 62, -1, 1);
+  tt_fill(&before, 62, -1, 1);
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 2.0, TSR_ACTIVATION_RELU, 1};
+  matmul_check(&attrs, &a, &b, &bias, &out, &before, NULL);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&bias);
+  tt_tensor_free(&out);
+  tt_tensor_free(&before);
+}
+
+static void test_matmul_large_and_batched_cases_match_on_the_pool(void **state) {
+  (void)state;
+  // One big item (threads split A blocks) and many items (threads take
+  // items); a bias and an activation on the way.
+  const int64_t as[] = {300, 520}, bs[] = {520, 200}, os[] = {300, 200}, bias_sizes[] = {1, 200};
+  tt_tensor a, b, bias, out;
+  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+  tt_tensor_make(&bias, TSR_FLOAT32, 2, bias_sizes, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_fill(&a, 71, -1, 1);
+  tt_fill(&b, 72, -1, 1);
+  tt_fill(&bias, 73, -1, 1);
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, TSR_ACTIVATION_GELU, 1};
+  matmul_check(&attrs, &a, &b, &bias, &out, NULL, "ref:blocked-gemm");
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&bias);
+  tt_tensor_free(&out);
+
+  const int64_t bas[] = {6, 70, 90}, bbs[] = {6, 90, 80}, bos[] = {6, 70, 80};
+  tt_tensor_make(&a, TSR_FLOAT64, 3, bas, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT64, 3, bbs, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT64, 3, bos, NULL, 0);
+  tt_fill(&a, 74, -1, 1);
+  tt_fill(&b, 75, -1, 1);
+  matmul_check(NULL, &a, &b, NULL, &out, NULL, NULL);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+}
+
+// Runs a [m, k] x [k, n] float32 matmul on a host of |threads| threads and
+// copies the result to |result|.
+static void matmul_on_threads(int32_t threads, int64_t batch, int64_t m, int64_t n, int64_t k,
+                              float *result) {
+  assert_int_equal(tt_setup(threads), 0);
+  const int64_t as[] = {batch, m, k}, bs[] = {batch, k, n}, os[] = {batch, m, n};
+  tt_tensor a, b, out;
+  tt_tensor_make(&a, TSR_FLOAT32, 3, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 3, bs, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 3, os, NULL, 0);
+  tt_fill(&a, 81, -1, 1);
+  tt_fill(&b, 82, -1, 1);
+  tt_tensor *in[] = {&a, &b};
+  tt_tensor *outs[] = {&out};
+  assert_int_equal(tt_run(TSR_OP_MATMUL, NULL, in, 2, outs, 1, NULL), TSR_OK);
+  memcpy(result, out.base, sizeof(float) * (size_t)(batch * m * n));
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+}
+
+static void test_matmul_results_are_bitwise_identical_on_one_and_two_threads(void **state) {
+  (void)state;
+  int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
+  static const int64_t shapes[][4] = {{1, 257, 129, 700}, {3, 64, 48, 300}, {4, 50, 40, 30}};
+  static float serial[257 * 129 * 4], parallel[257 * 129 * 4];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t *s = shapes[i];
+    matmul_on_threads(1, s[0], s[1], s[2], s[3], serial);
+    matmul_on_threads(2, s[0], s[1], s[2], s[3], parallel);
+    assert_memory_equal(serial, parallel, sizeof(float) * (size_t)(s[0] * s[1] * s[2]));
+  }
+  assert_int_equal(tt_setup(threads_before), 0);
+}
+
+static void test_matmul_rejects_bad_signatures_with_a_message(void **state) {
+  (void)state;
+  const int64_t as[] = {4, 5}, bs[] = {6, 3}, os[] = {4, 3}, good_bs[] = {5, 3};
+  const int64_t vs[] = {5}, bad_bias[] = {2, 3};
+  tt_tensor a, b, good_b, out, vector, bias, ints;
+  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+  tt_tensor_make(&good_b, TSR_FLOAT32, 2, good_bs, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+  tt_tensor_make(&vector, TSR_FLOAT32, 1, vs, NULL, 0);
+  tt_tensor_make(&bias, TSR_FLOAT32, 2, bad_bias, NULL, 0);
+  tt_tensor_make(&ints, TSR_INT32, 2, as, NULL, 0);
+  tt_tensor *in[] = {&a, &b, &bias};
+  tt_tensor *outs[] = {&out};
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, NULL, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "matmul: b sizes[0] is 6"));
+  in[1] = &good_b;
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, NULL, in, 2, outs, 1), TSR_OK);
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, TSR_ACTIVATION_NONE, 1};
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, &attrs, in, 3, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "bias sizes[0] is 2"));
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, &attrs, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "num_inputs is 2, expected 3"));
+  attrs.has_bias = 0;
+  attrs.activation = 99;
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, &attrs, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "activation 99"));
+  in[0] = &ints;
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, NULL, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "matmul takes float"));
+  in[0] = &vector;
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, NULL, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "rank"));
+  // out may not alias an input.
+  in[0] = &a;
+  tt_tensor aliased = out;
+  aliased.desc.alias_group = 3;
+  a.desc.alias_group = 3;
+  outs[0] = &aliased;
+  assert_int_equal(tt_supports(TSR_OP_MATMUL, NULL, in, 2, outs, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "alias group 3"));
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&good_b);
+  tt_tensor_free(&out);
+  tt_tensor_free(&vector);
+  tt_tensor_free(&bias);
+  tt_tensor_free(&ints);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_matches_double_loops_for_odd_and_edge_sizes),
+      cmocka_unit_test(test_matmul_picks_the_naive_engine_for_tiny_and_the_blocked_one_otherwise),
+      cmocka_unit_test(test_matmul_reads_transposed_and_strided_operands),
+      cmocka_unit_test(test_matmul_broadcasts_batch_dimensions),
+      cmocka_unit_test(test_matmul_adds_bias_and_applies_every_activation),
+      cmocka_unit_test(test_matmul_beta_accumulates_into_out_and_beta_zero_never_reads_it),
+      cmocka_unit_test(test_matmul_with_empty_k_gives_bias_plus_beta_out),
+      cmocka_unit_test(test_matmul_large_and_batched_cases_match_on_the_pool),
+      cmocka_unit_test(test_matmul_results_are_bitwise_identical_on_one_and_two_threads),
+      cmocka_unit_test(test_matmul_rejects_bad_signatures_with_a_message),
+  };
+  int failed = cmocka_run_group_tests_name("matmul, serial host", tests, tt_setup_serial, tt_teardown);
+  failed += cmocka_run_group_tests_name("matmul, two-thread host", tests, tt_setup_two_threads,
+                                        tt_teardown);
+  return failed;
+}

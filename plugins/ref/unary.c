@@ -1,0 +1,231 @@
+// UNARY and UNARY_BACKWARD.
+#include <math.h>
+
+#include "ew_loops.h"
+#include "host.h"
+#include "math_fns.h"
+#include "plan.h"
+#include "signature.h"
+
+// Forward kernels of one float type (S tag, T type, F libm suffix, A the
+// params field holding alpha in that type).
+#define TSR_REF_UNARY_FLOAT_LOOPS(S, T, F, A)                                                   \
+  TSR_REF_EW_LOOPS_1(neg_##S, T, T, -x)                                                        \
+  TSR_REF_EW_LOOPS_1(abs_##S, T, T, fabs##F(x))                                                \
+  TSR_REF_EW_LOOPS_1(exp_##S, T, T, exp##F(x))                                                 \
+  TSR_REF_EW_LOOPS_1(log_##S, T, T, log##F(x))                                                 \
+  TSR_REF_EW_LOOPS_1(sqrt_##S, T, T, sqrt##F(x))                                               \
+  TSR_REF_EW_LOOPS_1(rsqrt_##S, T, T, (T)1 / sqrt##F(x))                                       \
+  TSR_REF_EW_LOOPS_1(reciprocal_##S, T, T, (T)1 / x)                                           \
+  TSR_REF_EW_LOOPS_1(square_##S, T, T, x * x)                                                  \
+  TSR_REF_EW_LOOPS_1(sin_##S, T, T, sin##F(x))                                                 \
+  TSR_REF_EW_LOOPS_1(cos_##S, T, T, cos##F(x))                                                 \
+  TSR_REF_EW_LOOPS_1(tanh_##S, T, T, tanh##F(x))                                               \
+  TSR_REF_EW_LOOPS_1(sigmoid_##S, T, T, tsr_ref_sigmoid_##S(x))                                \
+  TSR_REF_EW_LOOPS_1(relu_##S, T, T, tsr_ref_relu_##S(x))                                      \
+  TSR_REF_EW_LOOPS_1(gelu_##S, T, T, tsr_ref_gelu_##S(x))                                      \
+  TSR_REF_EW_LOOPS_1(gelu_tanh_##S, T, T, tsr_ref_gelu_tanh_##S(x))                            \
+  TSR_REF_EW_LOOPS_1(silu_##S, T, T, x * tsr_ref_sigmoid_##S(x))                               \
+  TSR_REF_EW_LOOPS_1(leaky_relu_##S, T, T, x > 0 ? x : p->A * x)                               \
+  TSR_REF_EW_LOOPS_1(elu_##S, T, T, x > 0 ? x : p->A * expm1##F(x))                            \
+  TSR_REF_EW_LOOPS_1(sign_##S, T, T, tsr_ref_sign_##S(x))                                      \
+  TSR_REF_EW_LOOPS_1(floor_##S, T, T, floor##F(x))                                             \
+  TSR_REF_EW_LOOPS_1(ceil_##S, T, T, ceil##F(x))                                               \
+  /* nearbyint rounds half to even in the default rounding mode. */                           \
+  TSR_REF_EW_LOOPS_1(round_##S, T, T, nearbyint##F(x))                                         \
+  TSR_REF_EW_LOOPS_1(log1p_##S, T, T, log1p##F(x))                                             \
+  TSR_REF_EW_LOOPS_1(expm1_##S, T, T, expm1##F(x))                                             \
+  TSR_REF_EW_LOOPS_1(erf_##S, T, T, erf##F(x))
+
+TSR_REF_UNARY_FLOAT_LOOPS(f32, float, f, alpha_f32)
+TSR_REF_UNARY_FLOAT_LOOPS(f64, double, , alpha_f64)
+
+// Integer kernels wrap modulo 2^bits (through the unsigned type U): -INT_MIN
+// and |INT_MIN| are INT_MIN, as two's complement hardware gives.
+#define TSR_REF_UNARY_INT_LOOPS(S, T, U)                                                        \
+  TSR_REF_EW_LOOPS_1(neg_##S, T, T, (T)((U)0 - (U)x))                                          \
+  TSR_REF_EW_LOOPS_1(abs_##S, T, T, x < 0 ? (T)((U)0 - (U)x) : x)                              \
+  TSR_REF_EW_LOOPS_1(square_##S, T, T, (T)((U)x * (U)x))                                       \
+  TSR_REF_EW_LOOPS_1(relu_##S, T, T, x < 0 ? 0 : x)                                            \
+  TSR_REF_EW_LOOPS_1(sign_##S, T, T, (x > 0) - (x < 0))
+
+TSR_REF_UNARY_INT_LOOPS(i32, int32_t, uint32_t)
+TSR_REF_UNARY_INT_LOOPS(i64, int64_t, uint64_t)
+TSR_REF_EW_LOOPS_1(logical_not_b8, uint8_t, uint8_t, x == 0)
+
+// Backward kernels (a = dy, b = x) of one float type.
+#define TSR_REF_UNARY_GRAD_LOOPS(S, T, F, A)                                                    \
+  TSR_REF_EW_LOOPS_2(neg_grad_##S, T, T, T, -a)                                                \
+  TSR_REF_EW_LOOPS_2(abs_grad_##S, T, T, T, tsr_ref_abs_grad_##S(a, b))                        \
+  TSR_REF_EW_LOOPS_2(exp_grad_##S, T, T, T, a * exp##F(b))                                     \
+  TSR_REF_EW_LOOPS_2(log_grad_##S, T, T, T, a / b)                                             \
+  TSR_REF_EW_LOOPS_2(sqrt_grad_##S, T, T, T, a / ((T)2 * sqrt##F(b)))                          \
+  TSR_REF_EW_LOOPS_2(rsqrt_grad_##S, T, T, T, (T)-0.5 * a / (b * sqrt##F(b)))                  \
+  TSR_REF_EW_LOOPS_2(reciprocal_grad_##S, T, T, T, -a / (b * b))                               \
+  TSR_REF_EW_LOOPS_2(square_grad_##S, T, T, T, (T)2 * b * a)                                   \
+  TSR_REF_EW_LOOPS_2(sin_grad_##S, T, T, T, a * cos##F(b))                                     \
+  TSR_REF_EW_LOOPS_2(cos_grad_##S, T, T, T, -a * sin##F(b))                                    \
+  TSR_REF_EW_LOOPS_2(tanh_grad_##S, T, T, T, tsr_ref_tanh_grad_##S(a, b))                      \
+  TSR_REF_EW_LOOPS_2(sigmoid_grad_##S, T, T, T, tsr_ref_sigmoid_grad_##S(a, b))                \
+  TSR_REF_EW_LOOPS_2(relu_grad_##S, T, T, T, b > 0 ? a : (T)0)                                 \
+  TSR_REF_EW_LOOPS_2(gelu_grad_##S, T, T, T, tsr_ref_gelu_grad_##S(a, b))                      \
+  TSR_REF_EW_LOOPS_2(gelu_tanh_grad_##S, T, T, T, tsr_ref_gelu_tanh_grad_##S(a, b))            \
+  TSR_REF_EW_LOOPS_2(silu_grad_##S, T, T, T, tsr_ref_silu_grad_##S(a, b))                      \
+  TSR_REF_EW_LOOPS_2(leaky_relu_grad_##S, T, T, T, b > 0 ? a : p->A * a)                       \
+  TSR_REF_EW_LOOPS_2(elu_grad_##S, T, T, T, b > 0 ? a : p->A * a * exp##F(b))                  \
+  TSR_REF_EW_LOOPS_2(log1p_grad_##S, T, T, T, a / ((T)1 + b))                                  \
+  TSR_REF_EW_LOOPS_2(expm1_grad_##S, T, T, T, a * exp##F(b))                                   \
+  TSR_REF_EW_LOOPS_2(erf_grad_##S, T, T, T, a * (T)TSR_REF_2_OVER_SQRT_PI * exp##F(-b * b))
+
+TSR_REF_UNARY_GRAD_LOOPS(f32, float, f, alpha_f32)
+TSR_REF_UNARY_GRAD_LOOPS(f64, double, , alpha_f64)
+
+// Columns: float32, float64, int32, int64, bool. An empty entry is a dtype
+// the catalogue does not define the fn for.
+enum { TSR_REF_SLOTS = 5 };
+static int tsr_ref_unary_slot(tsr_dtype_t dtype) {
+  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, 4};
+  return slots[dtype];
+}
+
+#define K(name) TSR_REF_EW_KERNEL_INIT(name)
+#define FLOAT_ONLY(n) {K(n##_f32), K(n##_f64), {0}, {0}, {0}}
+#define FLOAT_INT(n) {K(n##_f32), K(n##_f64), K(n##_i32), K(n##_i64), {0}}
+#define GRAD(n) {K(n##_grad_f32), K(n##_grad_f64), {0}, {0}, {0}}
+#define NONE {{0}, {0}, {0}, {0}, {0}}
+
+typedef struct tsr_ref_unary_fn_info {
+  const char *name;
+  const char *dtypes;  // completes "not allowed: <name> takes <dtypes>"
+  tsr_ref_ew_cost cost;
+  tsr_ref_ew_kernel forward[TSR_REF_SLOTS];
+  tsr_ref_ew_kernel backward[TSR_REF_SLOTS];  // all empty: no backward
+} tsr_ref_unary_fn_info;
+
+static const tsr_ref_unary_fn_info k_unary_fns[TSR_UNARY_FN_COUNT] = {
+    [TSR_UNARY_NEG] = {"neg", "float and int", TSR_REF_EW_CHEAP, FLOAT_INT(neg), GRAD(neg)},
+    [TSR_UNARY_ABS] = {"abs", "float and int", TSR_REF_EW_CHEAP, FLOAT_INT(abs), GRAD(abs)},
+    [TSR_UNARY_EXP] = {"exp", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(exp), GRAD(exp)},
+    [TSR_UNARY_LOG] = {"log", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(log), GRAD(log)},
+    [TSR_UNARY_SQRT] = {"sqrt", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(sqrt), GRAD(sqrt)},
+    [TSR_UNARY_RSQRT] = {"rsqrt", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(rsqrt), GRAD(rsqrt)},
+    [TSR_UNARY_RECIPROCAL] = {"reciprocal", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(reciprocal),
+                              GRAD(reciprocal)},
+    [TSR_UNARY_SQUARE] = {"square", "float and int", TSR_REF_EW_CHEAP, FLOAT_INT(square),
+                          GRAD(square)},
+    [TSR_UNARY_SIN] = {"sin", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(sin), GRAD(sin)},
+    [TSR_UNARY_COS] = {"cos", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(cos), GRAD(cos)},
+    [TSR_UNARY_TANH] = {"tanh", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(tanh), GRAD(tanh)},
+    [TSR_UNARY_SIGMOID] = {"sigmoid", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(sigmoid),
+                           GRAD(sigmoid)},
+    [TSR_UNARY_RELU] = {"relu", "float and int", TSR_REF_EW_CHEAP, FLOAT_INT(relu), GRAD(relu)},
+    [TSR_UNARY_GELU] = {"gelu", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(gelu), GRAD(gelu)},
+    [TSR_UNARY_GELU_TANH] = {"gelu_tanh", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(gelu_tanh),
+                             GRAD(gelu_tanh)},
+    [TSR_UNARY_SILU] = {"silu", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(silu), GRAD(silu)},
+    [TSR_UNARY_LEAKY_RELU] = {"leaky_relu", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(leaky_relu),
+                              GRAD(leaky_relu)},
+    [TSR_UNARY_ELU] = {"elu", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(elu), GRAD(elu)},
+    [TSR_UNARY_SIGN] = {"sign", "float and int", TSR_REF_EW_CHEAP, FLOAT_INT(sign), NONE},
+    [TSR_UNARY_FLOOR] = {"floor", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(floor), NONE},
+    [TSR_UNARY_CEIL] = {"ceil", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(ceil), NONE},
+    [TSR_UNARY_ROUND] = {"round", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(round), NONE},
+    [TSR_UNARY_LOGICAL_NOT] = {"logical_not", "bool", TSR_REF_EW_CHEAP,
+                               {{0}, {0}, {0}, {0}, K(logical_not_b8)}, NONE},
+    [TSR_UNARY_LOG1P] = {"log1p", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(log1p), GRAD(log1p)},
+    [TSR_UNARY_EXPM1] = {"expm1", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(expm1), GRAD(expm1)},
+    [TSR_UNARY_ERF] = {"erf", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(erf), GRAD(erf)},
+};
+
+#undef K
+#undef FLOAT_ONLY
+#undef FLOAT_INT
+#undef GRAD
+#undef NONE
+
+// Reads UNARY's attrs: fn must be present; alpha defaults to the usual slopes
+// when an older, shorter struct lacks it.
+static tsr_status tsr_ref_unary_attrs_read(const tsr_op_signature *signature,
+                                           const tsr_unary_attrs **out_attrs, double *out_alpha) {
+  const tsr_unary_attrs *attrs;
+  tsr_status status = tsr_ref_attrs_get(
+      signature, offsetof(tsr_unary_attrs, fn) + sizeof(tsr_unary_fn_t), (const void **)&attrs);
+  if (status != TSR_OK) return status;
+  if (attrs->fn < 0 || attrs->fn >= TSR_UNARY_FN_COUNT) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: attrs fn %d is not a unary fn",
+                             tsr_op_name(signature->op), (int)attrs->fn);
+  }
+  if (TSR_ABI_COVERS(attrs, tsr_unary_attrs, alpha)) {
+    *out_alpha = attrs->alpha;
+  } else {
+    *out_alpha = attrs->fn == TSR_UNARY_LEAKY_RELU ? 0.01 : 1.0;
+  }
+  *out_attrs = attrs;
+  return TSR_OK;
+}
+
+static void tsr_ref_unary_params_set(tsr_plugin_plan *plan, double alpha) {
+  plan->u.ew.params.alpha_f64 = alpha;
+  plan->u.ew.params.alpha_f32 = (float)alpha;
+}
+
+tsr_status tsr_ref_unary_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
+  static const char *const names[] = {"x", "out"};
+  tsr_status status = tsr_ref_operands_init(signature, plan, 1, 1, 1, names);
+  if (status != TSR_OK) return status;
+  const tsr_unary_attrs *attrs = NULL;
+  double alpha = 0.0;
+  status = tsr_ref_unary_attrs_read(signature, &attrs, &alpha);
+  if (status != TSR_OK) return status;
+  const tsr_ref_operand *x = &plan->operands[0];
+  const tsr_ref_operand *out = &plan->operands[1];
+  const tsr_ref_unary_fn_info *info = &k_unary_fns[attrs->fn];
+  status = tsr_ref_same_dtype_check(signature, x, out);
+  if (status == TSR_OK) status = tsr_ref_same_sizes_check(signature, x, out);
+  if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 1);
+  if (status != TSR_OK) return status;
+  tsr_ref_ew_kernel kernel = info->forward[tsr_ref_unary_slot(x->dtype)];
+  if (kernel.contiguous == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "unary: x dtype %s is not allowed: %s takes %s",
+                             tsr_ref_dtype_name(x->dtype), info->name, info->dtypes);
+  }
+  tsr_ref_ew_plan_from_operands(plan, kernel, info->cost);
+  tsr_ref_unary_params_set(plan, alpha);
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_unary_backward_plan_init(const tsr_op_signature *signature,
+                                            tsr_plugin_plan *plan) {
+  static const char *const names[] = {"dy", "x", "dx"};
+  tsr_status status = tsr_ref_operands_init(signature, plan, 2, 2, 1, names);
+  if (status != TSR_OK) return status;
+  const tsr_unary_attrs *attrs = NULL;
+  double alpha = 0.0;
+  status = tsr_ref_unary_attrs_read(signature, &attrs, &alpha);
+  if (status != TSR_OK) return status;
+  const tsr_ref_operand *dy = &plan->operands[0];
+  const tsr_ref_operand *x = &plan->operands[1];
+  const tsr_ref_operand *dx = &plan->operands[2];
+  const tsr_ref_unary_fn_info *info = &k_unary_fns[attrs->fn];
+  if (info->backward[0].contiguous == NULL && info->backward[1].contiguous == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "unary_backward: %s has no backward",
+                             info->name);
+  }
+  status = tsr_ref_same_dtype_check(signature, dx, dy);
+  if (status == TSR_OK) status = tsr_ref_same_dtype_check(signature, dx, x);
+  if (status == TSR_OK) status = tsr_ref_same_sizes_check(signature, dy, dx);
+  if (status == TSR_OK) status = tsr_ref_same_sizes_check(signature, x, dx);
+  if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, dx);
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
+  if (status != TSR_OK) return status;
+  tsr_ref_ew_kernel kernel = info->backward[tsr_ref_unary_slot(x->dtype)];
+  if (kernel.contiguous == NULL) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "unary_backward: x dtype %s is not allowed: the backward takes float",
+                             tsr_ref_dtype_name(x->dtype));
+  }
+  tsr_ref_ew_plan_from_operands(plan, kernel, info->cost);
+  tsr_ref_unary_params_set(plan, alpha);
+  return TSR_OK;
+}
