@@ -158,9 +158,9 @@ void tsr_context_destroy(tsr_context *context) {
       }
     }
     d->plugin->api->stream_synchronize(d->default_stream->handle);
-    if (d->owner == context) d->owner = NULL;
   }
   tsr_tensor_free_lists_trim();
+  for (int32_t i = 0; i < context->device_count; ++i) tsr_device_destroy(context->devices[i]);
   for (int32_t i = context->plugin_count - 1; i >= 0; --i) {
     tsr_registry_plugin_release(context->plugins[i]);
   }
@@ -174,7 +174,8 @@ void tsr_context_destroy(tsr_context *context) {
 }
 
 tsr_status tsr_context_status(const tsr_context *context) {
-  return context ? atomic_load(&((tsr_context *)context)->error_status) : TSR_INVALID_ARGUMENT;
+  if (context == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "context_status: context is NULL");
+  return atomic_load(&((tsr_context *)context)->error_status);
 }
 
 const char *tsr_context_error_message(const tsr_context *context) {
@@ -193,6 +194,14 @@ int32_t tsr_context_thread_count(const tsr_context *context) {
   (void)context;
   tsr_thread_pool *pool = tsr_registry_thread_pool();
   return pool ? tsr_thread_pool_thread_count(pool) : 1;
+}
+
+tsr_device *tsr_context_ref_device(const tsr_context *context) {
+  for (int32_t i = 0; context != NULL && i < context->device_count; ++i) {
+    tsr_device *d = context->devices[i];
+    if (strcmp(d->plugin->api->name, "ref") == 0) return d;
+  }
+  return NULL;
 }
 
 int32_t tsr_context_plugin_count(const tsr_context *context) {

@@ -9,11 +9,13 @@
 
 static atomic_int next_global_id;
 
-tsr_status tsr_device_create(tsr_plugin *plugin, int32_t index, tsr_device **out_device) {
+tsr_status tsr_device_create(tsr_context *context, tsr_plugin *plugin, int32_t index,
+                             tsr_device **out_device) {
   *out_device = NULL;
   tsr_device *device = calloc(1, sizeof(*device));
   if (device == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "no memory for a device");
   device->plugin = plugin;
+  device->owner = context;
   device->index = index;
   device->global_id = atomic_fetch_add(&next_global_id, 1);
   snprintf(device->name, sizeof(device->name), "%s:%d", plugin->api->name, index);

@@ -16,6 +16,9 @@
 #ifndef TSR_INSTALLED_PLUGIN_DIR
 #define TSR_INSTALLED_PLUGIN_DIR "/usr/local/lib/tessera"
 #endif
+#ifndef TSR_PLUGIN_DIR_FROM_LIB
+#define TSR_PLUGIN_DIR_FROM_LIB "tessera"
+#endif
 
 static void reject(tsr_context *context, const char *path, tsr_status status, const char *reason) {
   int32_t capacity = (int32_t)(sizeof(context->rejected) / sizeof(context->rejected[0]));
@@ -68,8 +71,14 @@ static void try_file(tsr_context *context, const char *path) {
   }
   context->plugins[context->plugin_count++] = plugin;
   for (int32_t i = 0; i < plugin->device_count && context->device_count < TSR_MAX_DEVICES; ++i) {
-    context->devices[context->device_count++] = plugin->devices[i];
-    if (plugin->devices[i]->owner == NULL) plugin->devices[i]->owner = context;
+    tsr_device *device = NULL;
+    if (tsr_device_create(context, plugin, i, &device) != TSR_OK) {
+      char reason[1024];
+      snprintf(reason, sizeof(reason), "device %d: %s", i, tsr_error_message());
+      reject(context, path, tsr_error_status(), reason);
+      continue;
+    }
+    context->devices[context->device_count++] = device;
   }
 }
 
@@ -132,7 +141,13 @@ tsr_status tsr_discovery_run(tsr_context *context, const tsr_context_options *op
     if (dladdr((void *)&tsr_discovery_run, &info) != 0 && info.dli_fname != NULL) {
       char *copy = strdup(info.dli_fname);
       if (copy != NULL) {
-        try_folder(context, dirname(copy));
+        // An installation: <libdir>/tessera beside libtessera.so. A build
+        // tree: the plugins sit in libtessera.so's own folder.
+        const char *folder = dirname(copy);
+        char installed[4096];
+        snprintf(installed, sizeof(installed), "%s/%s", folder, TSR_PLUGIN_DIR_FROM_LIB);
+        try_folder(context, installed);
+        try_folder(context, folder);
         free(copy);
       }
     }

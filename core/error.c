@@ -15,7 +15,11 @@ tsr_status tsr_error_vset(tsr_status code, const char *format, va_list args) {
     tls_message[0] = '\0';
     return code;
   }
-  vsnprintf(tls_message, sizeof(tls_message), format, args);
+  // Format aside first: callers often pass the current message as an
+  // argument ("%s: %s", what, tsr_error_message()).
+  char formatted[TSR_ERROR_MESSAGE_BYTES];
+  vsnprintf(formatted, sizeof(formatted), format, args);
+  memcpy(tls_message, formatted, sizeof(tls_message));
   return code;
 }
 

@@ -32,7 +32,7 @@ tsr_status tsr_fallback_run(tsr_device *device, const tsr_op_signature *signatur
                             tsr_tensor *const *outputs) {
   const char *op_name = tsr_op_name(signature->op);
   tsr_context *context = device->owner;
-  tsr_device *ref = tsr_registry_ref_device();
+  tsr_device *ref = tsr_context_ref_device(context);
   if (ref == device || inputs == NULL || outputs == NULL) {
     return tsr_error_set(TSR_UNSUPPORTED, "%s on %s: %s", op_name, device->name, reason);
   }

@@ -283,5 +283,9 @@ tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
   tsr_op_signature signature = {sizeof(signature), op, device->index, p.nin, p.nout, p.in,
                                 p.out, attrs, TSR_MATH_STRICT, 0};
   tsr_error_clear();
-  return api->op_supports(&signature);
+  tsr_status status = api->op_supports(&signature);
+  // A combination the catalogue leaves undefined (matmul of int32) is, for
+  // this question, simply not supported.
+  if (status == TSR_INVALID_ARGUMENT) status = TSR_UNSUPPORTED;
+  return status;
 }

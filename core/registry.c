@@ -143,7 +143,6 @@ static const char *missing_required(const tsr_plugin_api *api) {
 }
 
 static void plugin_shutdown(tsr_plugin *plugin) {
-  for (int32_t i = 0; i < plugin->device_count; ++i) tsr_device_destroy(plugin->devices[i]);
   plugin->device_count = 0;
   if (TSR_ABI_HAS(plugin->api, tsr_plugin_api, shutdown)) plugin->api->shutdown();
 }
@@ -210,15 +209,13 @@ static tsr_status plugin_start(tsr_plugin *plugin) {
   if (status == TSR_OK && (count < 0 || count > TSR_MAX_DEVICES)) {
     status = tsr_error_set(TSR_INTERNAL, "device_count_get gave %d devices", count);
   }
-  for (int32_t i = 0; status == TSR_OK && i < count; ++i) {
-    status = tsr_device_create(plugin, i, &plugin->devices[i]);
-    if (status == TSR_OK) plugin->device_count = i + 1;
-  }
   if (status != TSR_OK) {
     tsr_error_prefix("devices");
     plugin_shutdown(plugin);
+    return status;
   }
-  return status;
+  plugin->device_count = count;
+  return TSR_OK;
 }
 
 tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
@@ -299,15 +296,3 @@ void tsr_registry_plugin_release(tsr_plugin *plugin) {
   pthread_mutex_unlock(&registry_lock);
 }
 
-tsr_device *tsr_registry_ref_device(void) {
-  tsr_device *device = NULL;
-  pthread_mutex_lock(&registry_lock);
-  for (int32_t i = 0; i < loaded_count && device == NULL; ++i) {
-    tsr_plugin *p = loaded[i];
-    if (p->context_refs > 0 && p->api && strcmp(p->api->name, "ref") == 0 && p->device_count > 0) {
-      device = p->devices[0];
-    }
-  }
-  pthread_mutex_unlock(&registry_lock);
-  return device;
-}

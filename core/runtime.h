@@ -26,11 +26,12 @@ struct tsr_plugin {
   const tsr_plugin_api *api;
   tsr_host_api host;             // host.ctx points back at this record
   int32_t context_refs;          // contexts using it; guarded by the registry lock
-  int32_t device_count;
-  tsr_device *devices[TSR_MAX_DEVICES];
+  int32_t device_count;          // as the plugin reported at start
 };
 
-// A device of a loaded plugin. Lives as long as its plugin stays loaded.
+// A device of a loaded plugin as one context sees it: each context has its
+// own device objects (plan cache, default stream, policies through |owner|)
+// over the shared plugin. Lives until the context is destroyed.
 struct tsr_device {
   tsr_plugin *plugin;
   int32_t index;                 // inside the plugin
@@ -40,7 +41,7 @@ struct tsr_device {
   tsr_stream *default_stream;
   tsr_plan_cache plan_cache;
   atomic_int lost;               // set on TSR_DEVICE_LOST; refuses further work
-  tsr_context *owner;            // the context that created it (for sticky errors)
+  tsr_context *owner;            // the context it belongs to
   atomic_uint_least8_t fallback_warned[TSR_OP_COUNT];
 };
 
@@ -115,8 +116,6 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
                                        tsr_plugin **out_plugin);
 // Drops |context|'s use of |plugin|; the last user shuts it down. Thread-safe.
 void tsr_registry_plugin_release(tsr_plugin *plugin);
-// The ref device loaded in this process, or NULL. Thread-safe.
-tsr_device *tsr_registry_ref_device(void);
 // The process thread pool (created with the first context). Thread-safe.
 struct tsr_thread_pool *tsr_registry_thread_pool(void);
 tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads);
@@ -130,7 +129,8 @@ tsr_status tsr_discovery_run(tsr_context *context, const tsr_context_options *op
 
 // --- device.c ------------------------------------------------------------
 
-tsr_status tsr_device_create(tsr_plugin *plugin, int32_t index, tsr_device **out_device);
+tsr_status tsr_device_create(tsr_context *context, tsr_plugin *plugin, int32_t index,
+                             tsr_device **out_device);
 void tsr_device_destroy(tsr_device *device);
 // Marks |device| lost when |status| says so. Returns |status|.
 tsr_status tsr_device_check_status(tsr_device *device, tsr_status status);
@@ -164,8 +164,9 @@ void tsr_storage_mark_used(tsr_storage *storage, tsr_stream *stream);
 tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
                             const int64_t *sizes, const int64_t *strides, int64_t offset);
 // A contiguous tensor with fresh storage on the current stream of |device|.
-tsr_tensor *tsr_tensor_alloc(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
-                             const int64_t *sizes);
+// Errors name |what|, the public function being served.
+tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype,
+                             int32_t rank, const int64_t *sizes);
 // Validates dtype/rank/sizes and computes numel; checks int64 and byte overflow.
 tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
                            const int64_t *sizes, int64_t *out_numel);
@@ -206,6 +207,9 @@ tsr_status tsr_fallback_run(tsr_device *device, const tsr_op_signature *signatur
                             tsr_tensor *const *outputs);
 
 // --- op_probe.c ----------------------------------------------------------
+
+// |context|'s ref device, or NULL. Thread-safe.
+tsr_device *tsr_context_ref_device(const tsr_context *context);
 
 // Builds a small representative signature of |op| for |dtype| and asks the
 // plugin. Thread-safe.

@@ -103,28 +103,23 @@ void tsr_storage_release(tsr_storage *storage) {
     // More streams used it than we tracked: free after all device work.
     free_on = NULL;
   } else if (atomic_load(&storage->streams[1]) != NULL) {
-    // Make the owner stream wait for every other user, then free on it.
-    int waited_all = 1;
+    // Wait on the host for every other user's work so far; the owner
+    // stream's own work is ordered by the stream itself.
     for (int i = 1; i < TSR_STORAGE_MAX_STREAMS; ++i) {
       tsr_stream *other = atomic_load(&storage->streams[i]);
       if (other == NULL) break;
       tsr_plugin_event *event = NULL;
-      if (!(device->props.flags & TSR_DEVICE_EVENTS) ||
-          api->event_create(device->index, 0, &event) != TSR_OK) {
-        waited_all = 0;
-        break;
+      if ((device->props.flags & TSR_DEVICE_EVENTS) &&
+          api->event_create(device->index, 0, &event) == TSR_OK) {
+        if (api->event_record(event, other->handle) != TSR_OK ||
+            api->event_synchronize(event) != TSR_OK) {
+          api->stream_synchronize(other->handle);
+        }
+        api->event_destroy(event);
+      } else {
+        api->stream_synchronize(other->handle);
       }
-      if (api->event_record(event, other->handle) != TSR_OK ||
-          api->stream_wait_event(owner->handle, event) != TSR_OK) {
-        waited_all = 0;
-      }
-      // The wait holds what it needs; the plugin keeps the event alive
-      // until queued uses finish (event_destroy of a recorded event is
-      // deferred by contract). Synchronize first to stay safe everywhere.
-      api->event_synchronize(event);
-      api->event_destroy(event);
     }
-    if (!waited_all) free_on = NULL;
   }
   api->buffer_free(storage->buffer, free_on);
   for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {

@@ -9,7 +9,7 @@
 // direct-mapped: a thread rarely uses more than a few devices.
 #define TSR_CURRENT_SLOTS 16
 static _Thread_local struct {
-  const tsr_device *device;
+  int32_t global_id_plus_one;  // 0: empty; ids are never reused
   tsr_stream *stream;
 } tls_current[TSR_CURRENT_SLOTS];
 
@@ -31,7 +31,8 @@ tsr_status tsr_stream_create_internal(tsr_device *device, uint32_t flags, tsr_st
 
 tsr_stream *tsr_stream_current(tsr_device *device) {
   int slot = device->global_id & (TSR_CURRENT_SLOTS - 1);
-  if (tls_current[slot].device == device && tls_current[slot].stream != NULL) {
+  if (tls_current[slot].global_id_plus_one == device->global_id + 1 &&
+      tls_current[slot].stream != NULL) {
     return tls_current[slot].stream;
   }
   return device->default_stream;
@@ -108,7 +109,7 @@ tsr_status tsr_stream_current_set(tsr_device *device, tsr_stream *stream) {
                          stream->device->name, device->name);
   }
   int slot = device->global_id & (TSR_CURRENT_SLOTS - 1);
-  tls_current[slot].device = device;
+  tls_current[slot].global_id_plus_one = device->global_id + 1;
   tls_current[slot].stream = stream;
   return TSR_OK;
 }

@@ -87,10 +87,10 @@ tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t ran
   return t;
 }
 
-tsr_tensor *tsr_tensor_alloc(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
-                             const int64_t *sizes) {
+tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype,
+                             int32_t rank, const int64_t *sizes) {
   int64_t numel = 0;
-  if (tsr_shape_check("tensor", dtype, rank, sizes, &numel) != TSR_OK) {
+  if (tsr_shape_check(what, dtype, rank, sizes, &numel) != TSR_OK) {
     tsr_fail(device, tsr_error_status(), "%s", tsr_error_message());
     return NULL;
   }
@@ -104,7 +104,7 @@ tsr_tensor *tsr_tensor_alloc(tsr_device *device, tsr_dtype_t dtype, int32_t rank
   tsr_status status = tsr_storage_create(device, (uint64_t)numel * tsr_dtype_size(dtype),
                                          tsr_stream_current(device), &storage);
   if (status != TSR_OK) {
-    tsr_fail(device, status, "%s", tsr_error_message());
+    tsr_fail(device, status, "%s: %s", what, tsr_error_message());
     return NULL;
   }
   tsr_tensor *t = tsr_tensor_make(storage, dtype, rank, sizes, strides, 0);

@@ -52,7 +52,7 @@ static tsr_tensor *elementwise(tsr_op_id_t op, int32_t count, tsr_tensor *const 
   if (broadcast_shape(what, count, inputs, &rank, sizes) != TSR_OK) {
     return op_fail(inputs[0], TSR_INVALID_ARGUMENT);
   }
-  tsr_tensor *out = tsr_tensor_alloc(inputs[0]->device, out_dtype, rank, sizes);
+  tsr_tensor *out = tsr_tensor_alloc(what, inputs[0]->device, out_dtype, rank, sizes);
   if (out == NULL) return NULL;
   if (tsr_dispatch(op, count, inputs, 1, &out, attrs) != TSR_OK) {
     tsr_tensor_release(out);
@@ -155,7 +155,7 @@ tsr_tensor *tsr_reduce(tsr_tensor *x, tsr_reduce_fn_t fn, int32_t num_axes, cons
   }
   int64_t sizes[TSR_MAX_RANK];
   for (int32_t d = 0; d < x->rank; ++d) sizes[d] = (mask & (1u << d)) ? 1 : x->sizes[d];
-  tsr_tensor *out = tsr_tensor_alloc(x->device, x->dtype, x->rank, sizes);
+  tsr_tensor *out = tsr_tensor_alloc("reduce", x->device, x->dtype, x->rank, sizes);
   if (out == NULL) return NULL;
   tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
   if (tsr_dispatch(TSR_OP_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
@@ -178,7 +178,7 @@ tsr_tensor *tsr_arg_reduce(tsr_tensor *x, tsr_arg_reduce_fn_t fn, int32_t axis, 
   int64_t sizes[TSR_MAX_RANK];
   memcpy(sizes, x->sizes, sizeof(sizes));
   sizes[a] = 1;
-  tsr_tensor *out = tsr_tensor_alloc(x->device, TSR_INT64, x->rank, sizes);
+  tsr_tensor *out = tsr_tensor_alloc("arg_reduce", x->device, TSR_INT64, x->rank, sizes);
   if (out == NULL) return NULL;
   tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, a};
   if (tsr_dispatch(TSR_OP_ARG_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
@@ -225,7 +225,7 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
   }
   sizes[rank - 2] = m;
   sizes[rank - 1] = n;
-  out = tsr_tensor_alloc(a->device, a->dtype, rank, sizes);
+  out = tsr_tensor_alloc("matmul", a->device, a->dtype, rank, sizes);
   if (out == NULL) goto done;
   tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, activation, bias != NULL};
   tsr_tensor *inputs[3] = {a2, b2, bias};

@@ -11,18 +11,23 @@ typedef struct strided_walk {
   int64_t index[TSR_MAX_RANK];
 } strided_walk;
 
-tsr_tensor *tsr_tensor_empty(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
-                             const int64_t *sizes) {
+static tsr_tensor *empty_named(const char *what, tsr_device *device, tsr_dtype_t dtype,
+                               int32_t rank, const int64_t *sizes) {
   if (device == NULL) {
-    tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_empty: device is NULL");
+    tsr_error_set(TSR_INVALID_ARGUMENT, "%s: device is NULL", what);
     return NULL;
   }
-  return tsr_tensor_alloc(device, dtype, rank, sizes);
+  return tsr_tensor_alloc(what, device, dtype, rank, sizes);
+}
+
+tsr_tensor *tsr_tensor_empty(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes) {
+  return empty_named("tensor_empty", device, dtype, rank, sizes);
 }
 
 tsr_tensor *tsr_tensor_full(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
                             const int64_t *sizes, double value) {
-  tsr_tensor *t = tsr_tensor_empty(device, dtype, rank, sizes);
+  tsr_tensor *t = empty_named("tensor_full", device, dtype, rank, sizes);
   if (t == NULL) return NULL;
   if (tsr_fill_(t, value) != TSR_OK) {
     tsr_tensor_release(t);
@@ -33,7 +38,7 @@ tsr_tensor *tsr_tensor_full(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
 
 tsr_tensor *tsr_tensor_from_host(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
                                  const int64_t *sizes, const void *data) {
-  tsr_tensor *t = tsr_tensor_empty(device, dtype, rank, sizes);
+  tsr_tensor *t = empty_named("tensor_from_host", device, dtype, rank, sizes);
   if (t == NULL) return NULL;
   uint64_t bytes = t->storage->bytes;
   if (bytes > 0 && data == NULL) {
@@ -132,7 +137,8 @@ tsr_tensor *tsr_contiguous(tsr_tensor *tensor) {
     return NULL;
   }
   if (tsr_tensor_is_contiguous(tensor)) return tsr_tensor_retain(tensor);
-  tsr_tensor *out = tsr_tensor_alloc(tensor->device, tensor->dtype, tensor->rank, tensor->sizes);
+  tsr_tensor *out = tsr_tensor_alloc("contiguous", tensor->device, tensor->dtype, tensor->rank,
+                                     tensor->sizes);
   if (out == NULL) return NULL;
   if (tsr_copy_(out, tensor) != TSR_OK) {
     tsr_tensor_release(out);
@@ -146,7 +152,7 @@ tsr_tensor *tsr_cast(tsr_tensor *tensor, tsr_dtype_t dtype) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "cast: tensor is NULL");
     return NULL;
   }
-  tsr_tensor *out = tsr_tensor_alloc(tensor->device, dtype, tensor->rank, tensor->sizes);
+  tsr_tensor *out = tsr_tensor_alloc("cast", tensor->device, dtype, tensor->rank, tensor->sizes);
   if (out == NULL) return NULL;
   tsr_tensor *inputs[1] = {tensor};
   if (tsr_dispatch(TSR_OP_CAST, 1, inputs, 1, &out, NULL) != TSR_OK) {

@@ -13,7 +13,8 @@
 //
 // The context's thread count is |threads| (default 1). The thread pool is
 // process-wide, so compare thread counts with one process per count.
-// The plugin is TSR_BENCH_PLUGIN if set, else the ref plugin of this build.
+// The plugin is TSR_BENCH_PLUGIN if set (device: TSR_DEVICE or the best),
+// else the ref plugin of this build.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,13 +166,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [threads >= 1] [dispatch|matmul|all]\n", argv[0]);
     return 2;
   }
+  // TSR_BENCH_PLUGIN measures another plugin (its best device, or
+  // TSR_DEVICE); by default the ref plugin of this build.
   const char *plugin = getenv("TSR_BENCH_PLUGIN");
-  if (plugin == NULL || plugin[0] == '\0') plugin = TSR_BENCH_REF_PATH;
+  const char *device_name = NULL;
+  if (plugin == NULL || plugin[0] == '\0') {
+    plugin = TSR_BENCH_REF_PATH;
+    device_name = "ref";
+  }
   tsr_context_options options;
   tsr_context_options_init(&options);
   options.plugin_path = plugin;
   options.flags = plugin != NULL ? TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY : 0;
-  options.device = "ref";
+  options.device = device_name;
   options.num_threads = threads;
   options.fallback = TSR_FALLBACK_DENY;
   tsr_context *context = NULL;

@@ -185,8 +185,9 @@ static void test_a_less_aligned_slice_gets_its_own_plan(void **state) {
   CHECK_TENSOR(at0);
   CHECK_TENSOR(at1);
   CHECK_TENSOR(at2);
+  tsr_tensor *fresh = from_floats(f->device, 1, (int64_t[]){4}, (float[]){0, 0, 0, 0});
   tsr_plan_cache_stats s = cache_stats(f->device);
-  tsr_tensor *c0 = tsr_add(b, b);
+  tsr_tensor *c0 = tsr_add(fresh, b);
   CHECK_TENSOR(c0);
   cache_moved(f->device, &s, 0, 1, "add of fresh tensors");
   // Offset 0 is as aligned as a fresh tensor: the same signature.
@@ -205,7 +206,7 @@ static void test_a_less_aligned_slice_gets_its_own_plan(void **state) {
   values_equal(r0, 4, (float[]){100, 101, 102, 103});
   values_equal(r1, 4, (float[]){101, 102, 103, 104});
   values_equal(r2, 4, (float[]){102, 103, 104, 105});
-  tsr_tensor *release[] = {r1b, r2, r1, r0, c0, at2, at1, at0, b, a};
+  tsr_tensor *release[] = {r1b, r2, r1, r0, c0, fresh, at2, at1, at0, b, a};
   for (size_t i = 0; i < sizeof(release) / sizeof(release[0]); ++i) tsr_tensor_release(release[i]);
 }
 

@@ -267,6 +267,7 @@ static void test_event_query_is_not_ready_while_delayed_work_is_pending(void **s
   tsr_status stream_pending = tsr_stream_query(stream);
   CHECK_OK(tsr_event_synchronize(event));
   tsr_status event_done = tsr_event_query(event);
+  CHECK_OK(tsr_stream_synchronize(stream));
   tsr_status stream_done = tsr_stream_query(stream);
   values_are(c, 0.0f, 2.0f, "a + a");
   tsr_event_release(event);

@@ -117,8 +117,11 @@ static void tsr_ref_reduce_range_run(const tsr_ref_reduce_plan *r, const char *x
                                      int64_t end, tsr_ref_acc *acc) {
   const tsr_ref_reduce_shape *s = &r->shape;
   const int32_t nd = s->red_ndim;
+  // An empty reduction (a size-0 axis) has nothing to fold and would divide
+  // by that 0 below.
+  if (begin >= end) return;
   if (nd == 0) {
-    if (begin < end) r->row(x, 1, 0, acc);
+    r->row(x, 1, 0, acc);
     return;
   }
   const int32_t inner = nd - 1;

@@ -30,6 +30,8 @@
 #error "TSR_TEST_REF_PATH must name the ref plugin"
 #endif
 
+#ifndef TSR_TEST_SANITIZED
+
 #define RECORDED_CALLERS 8
 
 static atomic_ullong g_allocations;  // malloc-family calls that allocate
@@ -38,8 +40,6 @@ static atomic_int g_recording;
 static atomic_int g_recorded;
 static void *g_callers[RECORDED_CALLERS];
 static const char *g_kinds[RECORDED_CALLERS];
-
-#ifndef TSR_TEST_SANITIZED
 
 #define HOOK __attribute__((visibility("default"), noinline))
 
@@ -113,8 +113,6 @@ HOOK int posix_memalign(void **out, size_t alignment, size_t size) {
   return 0;
 }
 
-#endif  // TSR_TEST_SANITIZED
-
 static unsigned long long events(void) {
   return atomic_load(&g_allocations) + atomic_load(&g_frees);
 }
@@ -125,13 +123,19 @@ static void print_recorded_callers(void) {
     Dl_info info;
     memset(&info, 0, sizeof(info));
     const char *where = "?", *object = "?";
+    uintptr_t offset = 0;
     if (dladdr(g_callers[i], &info) != 0) {
-      where = info.dli_sname ? info.dli_sname : "?";
+      where = info.dli_sname ? info.dli_sname : "a hidden symbol";
       object = info.dli_fname ? info.dli_fname : "?";
+      offset = (uintptr_t)g_callers[i] - (uintptr_t)info.dli_fbase;
     }
-    print_error("  %s called from %p (%s in %s)\n", g_kinds[i], g_callers[i], where, object);
+    // Hidden symbols have no name here: addr2line -f -e <object> <offset>.
+    print_error("  %s called from %s in %s+0x%lx\n", g_kinds[i], where, object,
+                (unsigned long)offset);
   }
 }
+
+#endif  // TSR_TEST_SANITIZED
 
 static void test_eager_add_of_small_tensors_allocates_nothing_after_warm_up(void **state) {
   (void)state;

@@ -15,6 +15,7 @@ static _Thread_local char t_message[1024];
 static _Thread_local int t_in_parallel;
 static _Atomic uint64_t g_mem_alloc_count;
 static _Atomic uint64_t g_parallel_count;
+static _Atomic int32_t g_mem_alloc_failures;
 
 // The pool: workers 1..threads-1 wait for a generation bump, run chunk
 // |index| of the current job, and report done.
@@ -118,6 +119,9 @@ static void *tsr_test_mem_alloc(void *ctx, size_t bytes, size_t alignment) {
   (void)ctx;
   void *ptr = NULL;
   atomic_fetch_add(&g_mem_alloc_count, 1);
+  if (atomic_load(&g_mem_alloc_failures) > 0 && atomic_fetch_sub(&g_mem_alloc_failures, 1) > 0) {
+    return NULL;
+  }
   if (posix_memalign(&ptr, alignment, bytes == 0 ? 1 : bytes) != 0) return NULL;
   return ptr;
 }
@@ -174,3 +178,5 @@ void tsr_test_host_error_clear(void) { t_message[0] = '\0'; }
 uint64_t tsr_test_host_mem_alloc_count(void) { return atomic_load(&g_mem_alloc_count); }
 
 uint64_t tsr_test_host_parallel_count(void) { return atomic_load(&g_parallel_count); }
+
+void tsr_test_host_mem_alloc_fail(int32_t count) { atomic_store(&g_mem_alloc_failures, count); }

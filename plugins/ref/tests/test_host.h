@@ -26,4 +26,8 @@ void tsr_test_host_error_clear(void);
 uint64_t tsr_test_host_mem_alloc_count(void);
 uint64_t tsr_test_host_parallel_count(void);
 
+// Makes the next |count| mem_alloc calls fail, as a system out of memory
+// would. Thread-safe.
+void tsr_test_host_mem_alloc_fail(int32_t count);
+
 #endif  // TESSERA_PLUGINS_REF_TESTS_TEST_HOST_H_
