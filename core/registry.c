@@ -142,9 +142,9 @@ static const char *missing_required(const tsr_plugin_api *api) {
   return NULL;
 }
 
-static void plugin_shutdown(tsr_plugin *plugin) {
-  plugin->device_count = 0;
-  if (TSR_ABI_HAS(plugin->api, tsr_plugin_api, shutdown)) plugin->api->shutdown();
+static tsr_status plugin_shutdown(tsr_plugin *plugin) {
+  if (!TSR_ABI_HAS(plugin->api, tsr_plugin_api, shutdown)) return TSR_OK;
+  return plugin->api->shutdown();
 }
 
 // Runs the entry, checks the ABI, init, probe and devices. On failure the
@@ -230,7 +230,9 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
     if (strcmp(loaded[i]->path, real) == 0) plugin = loaded[i];
   }
   tsr_status status = TSR_OK;
-  if (plugin != NULL && plugin->context_refs > 0) {
+  // A plugin whose shutdown refused (objects still alive) keeps running;
+  // reuse it rather than calling its entry twice.
+  if (plugin != NULL && (plugin->context_refs > 0 || plugin->api != NULL)) {
     ++plugin->context_refs;
     free(real);
     *out_plugin = plugin;
@@ -290,8 +292,13 @@ void tsr_registry_plugin_release(tsr_plugin *plugin) {
   if (plugin == NULL) return;
   pthread_mutex_lock(&registry_lock);
   if (--plugin->context_refs == 0) {
-    plugin_shutdown(plugin);
-    plugin->api = NULL;
+    tsr_error_clear();
+    if (plugin_shutdown(plugin) == TSR_OK) {
+      plugin->api = NULL;
+    } else {
+      tsr_log(TSR_LOG_WARNING, "plugin %s refused to shut down (%s); it stays loaded",
+              plugin->path, tsr_error_message());
+    }
   }
   pthread_mutex_unlock(&registry_lock);
 }

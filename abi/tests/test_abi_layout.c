@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+// After the standard headers it needs (cmocka.h includes none).
 #include <cmocka.h>
 
 #include "tessera/abi.h"
@@ -27,10 +28,9 @@ static void test_abi_version_is_zero_one(void **state) {
 
 static void test_abi_enum_values_are_stable(void **state) {
   (void)state;
-  const int statuses[] = {TSR_OK,          TSR_INVALID_ARGUMENT, TSR_UNSUPPORTED,
-                          TSR_OUT_OF_MEMORY, TSR_UNAVAILABLE,    TSR_DEVICE_LOST,
-                          TSR_NOT_FOUND,   TSR_ABI_MISMATCH,     TSR_INTERNAL,
-                          TSR_NOT_READY,   TSR_STATUS_COUNT};
+  const int statuses[] = {TSR_OK,          TSR_INVALID_ARGUMENT, TSR_UNSUPPORTED, TSR_OUT_OF_MEMORY,
+                          TSR_UNAVAILABLE, TSR_DEVICE_LOST,      TSR_NOT_FOUND,   TSR_ABI_MISMATCH,
+                          TSR_INTERNAL,    TSR_NOT_READY,        TSR_STATUS_COUNT};
   for (int i = 0; i < (int)(sizeof(statuses) / sizeof(statuses[0])); ++i) {
     assert_int_equal(statuses[i], i);
   }

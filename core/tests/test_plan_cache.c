@@ -670,11 +670,14 @@ typedef struct race {
 
 static void *race_insert(void *arg) {
   race *r = arg;
-  pthread_barrier_wait(r->barrier);
-  // As the dispatcher does: look up, then insert on a miss.
+  // As the dispatcher does: look up, then insert on a miss. Both inserters
+  // miss before either inserts, the case the insert lock exists for.
   r->entry = tsr_plan_cache_lookup(r->cache, r->key);
+  pthread_barrier_wait(r->barrier);
   if (r->entry == NULL) {
     r->status = tsr_plan_cache_insert(r->cache, r->key, r->plan, NULL, NULL, &r->entry);
+  } else {
+    r->status = TSR_INTERNAL;  // nothing was inserted before the barrier
   }
   return NULL;
 }

@@ -357,12 +357,15 @@ static void test_stream_current_set_routes_ops_to_that_stream_on_this_thread(voi
 }
 
 // |a| is made on |owner|, then read by |owner_kernels| delayed kernels on
-// |owner| and |other_kernels| on |other|; its last reference goes while they
-// are queued. Checks the free waits for both streams.
+// |owner| and |other_kernels| on |other| (r = a + 1, then r = r + a ...);
+// its last reference goes while they are queued. Checks that the free waits
+// for both streams: memory freed early is taken and overwritten by a third
+// stream once an idle stream, then the stream that finishes first, is done.
 static void release_after_two_streams(fixture *f, int owner_kernels, int other_kernels) {
   tsr_stream *owner = stream_new(f->device);
   tsr_stream *other = stream_new(f->device);
   tsr_stream *third = stream_new(f->device);
+  tsr_stream *idle = tsr_device_default_stream(f->device);
   use_stream(f->device, owner);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   tsr_tensor *one_owner = filled(f->device, 1.0f, 0.0f);
@@ -373,7 +376,7 @@ static void release_after_two_streams(fixture *f, int owner_kernels, int other_k
   CHECK_OK(tsr_stream_synchronize(other));
   tsr_allocator_stats before = stats_get(f->device);
 
-  // Each stream computes a + k with k kernels: y = a + 1, y = y + 1, ...
+  // Each stream computes 1 + k * a with k kernels, each reading a.
   tsr_tensor *results[2] = {NULL, NULL};
   tsr_stream *streams[2] = {owner, other};
   tsr_tensor *ones[2] = {one_owner, one_other};
@@ -383,7 +386,7 @@ static void release_after_two_streams(fixture *f, int owner_kernels, int other_k
     results[s] = tsr_add(a, ones[s]);
     CHECK_TENSOR(results[s]);
     for (int k = 1; k < kernels[s]; ++k) {
-      CHECK_OK(tsr_binary_out(results[s], results[s], ones[s], TSR_BINARY_ADD, 1.0));
+      CHECK_OK(tsr_binary_out(results[s], results[s], a, TSR_BINARY_ADD, 1.0));
     }
   }
   use_stream(f->device, NULL);
@@ -396,14 +399,21 @@ static void release_after_two_streams(fixture *f, int owner_kernels, int other_k
   tsr_allocator_stats during = stats_get(f->device);
   int busy = tsr_stream_query(owner) == TSR_NOT_READY || tsr_stream_query(other) == TSR_NOT_READY;
 
-  tsr_tensor *g = clobber_on(f->device, third);
+  // A free ordered on a stream that never used a is complete once it is idle.
+  CHECK_OK(tsr_stream_synchronize(idle));
+  tsr_tensor *g1 = clobber_on(f->device, third);
+  // A free ordered after only one of the two is complete once that one is.
+  tsr_stream *first_done = owner_kernels <= other_kernels ? owner : other;
+  CHECK_OK(tsr_stream_synchronize(first_done));
+  tsr_tensor *g2 = clobber_on(f->device, third);
   CHECK_OK(tsr_stream_synchronize(owner));
   CHECK_OK(tsr_stream_synchronize(other));
   tsr_allocator_stats after = stats_get(f->device);
-  values_are(results[0], (float)owner_kernels, 1.0f, "a + k on the owner stream");
-  values_are(results[1], (float)other_kernels, 1.0f, "a + k on the other stream");
+  values_are(results[0], 1.0f, (float)owner_kernels, "1 + k * a on the owner stream");
+  values_are(results[1], 1.0f, (float)other_kernels, "1 + k * a on the other stream");
 
-  tsr_tensor_release(g);
+  tsr_tensor_release(g2);
+  tsr_tensor_release(g1);
   tsr_tensor_release(results[1]);
   tsr_tensor_release(results[0]);
   tsr_tensor_release(one_other);

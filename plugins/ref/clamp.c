@@ -8,13 +8,13 @@
 #include "plan.h"
 #include "signature.h"
 
-// NaN x stays NaN; a NaN bound makes the result NaN (max and min propagate
-// NaN); lo > hi gives hi, as min(max(x, lo), hi) does.
+// NaN x stays NaN (both comparisons are false for it); a NaN bound makes
+// the result NaN (max and min propagate NaN); lo > hi gives hi, as
+// min(max(x, lo), hi) does.
 #define TSR_REF_CLAMP_FLOAT(S, T, LO, HI)                                     \
   static inline T tsr_ref_clamp_##S(T x, T lo, T hi) {                        \
     T r = (x < lo || lo != lo) ? lo : x;                                      \
-    r = (r > hi || hi != hi) ? hi : r;                                        \
-    return x != x ? x : r;                                                    \
+    return (r > hi || hi != hi) ? hi : r;                                     \
   }                                                                           \
   TSR_REF_EW_LOOPS_1(clamp_##S, T, T, tsr_ref_clamp_##S(x, p->LO, p->HI))
 

@@ -21,12 +21,13 @@ void tsr_ref_ew_plan_init(tsr_ref_ew_plan *ew, int32_t num_operands, const int64
 
   // Keep the dimensions that iterate, with byte strides; an input's size-1
   // dimension under a larger output dimension broadcasts.
+  const int32_t out = num_operands - 1;
   int64_t numel = 1;
   int32_t nd = 0;
   int64_t dim_sizes[TSR_MAX_RANK];
   int64_t dim_strides[TSR_MAX_RANK][TSR_REF_EW_MAX_OPERANDS];
   for (int32_t d = 0; d < rank; ++d) {
-    int64_t size = sizes[0][d];
+    int64_t size = sizes[out][d];
     numel *= size;
     if (size == 1) continue;
     dim_sizes[nd] = size;
@@ -45,7 +46,7 @@ void tsr_ref_ew_plan_init(tsr_ref_ew_plan *ew, int32_t num_operands, const int64
   int32_t order[TSR_MAX_RANK];
   for (int32_t i = 0; i < nd; ++i) {
     int32_t j = i;
-    while (j > 0 && dim_strides[order[j - 1]][0] < dim_strides[i][0]) {
+    while (j > 0 && dim_strides[order[j - 1]][out] < dim_strides[i][out]) {
       order[j] = order[j - 1];
       --j;
     }

@@ -13,7 +13,8 @@
 
 #include "tessera/abi.h"
 
-// Output first, then the inputs in signature order.
+// The inputs in signature order, then the output: the plan's own order, so
+// execution hands its operand pointers over unchanged.
 #define TSR_REF_EW_MAX_OPERANDS 4
 
 // Constants a loop reads; converted to each dtype once, at plan time.
@@ -58,7 +59,7 @@ typedef struct tsr_ref_ew_plan {
   tsr_ref_ew_params params;
 } tsr_ref_ew_plan;
 
-// Builds |ew| for |num_operands| operands (output first) described by their
+// Builds |ew| for |num_operands| operands (output last) described by their
 // element sizes, sizes and strides in elements. Inputs have the output's rank
 // and each size equals the output's or is 1 (read as stride 0): the caller has
 // checked. Writes only |ew|; no allocation. Thread-safe.
@@ -68,7 +69,7 @@ void tsr_ref_ew_plan_init(tsr_ref_ew_plan *ew, int32_t num_operands, const int64
                           tsr_ref_ew_cost cost);
 
 // Runs |ew| over operands whose first elements are at ptrs[0..num_operands),
-// output first; in parallel on the host's pool when large. No allocation, no
+// output last; in parallel on the host's pool when large. No allocation, no
 // locking. Thread-safe; |ew| is only read.
 tsr_status tsr_ref_ew_execute(const tsr_ref_ew_plan *ew, char *const *ptrs);
 

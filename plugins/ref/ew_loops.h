@@ -39,14 +39,14 @@
     for (int64_t i = 0; i < n; ++i) *(TO *)(o_ + i * so) = v_;                                 \
   }
 
-// out = EXPR, with x (input 1) and p (the params) in scope.
+// out = EXPR, with x (operand 0) and p (the params) in scope; out is operand 1.
 #define TSR_REF_EW_LOOPS_1(name, TO, TX, EXPR)                                                \
   static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
                                 const tsr_ref_ew_params *p) {                                  \
     TSR_REF_EW_UNUSED(strides);                                                                \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    TO *o_ = (TO *)ptrs[0];                                                                    \
-    const TX *x_ = (const TX *)ptrs[1];                                                        \
+    const TX *x_ = (const TX *)ptrs[0];                                                        \
+    TO *o_ = (TO *)ptrs[1];                                                                    \
     TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
       const TX x = x_[i]; (void)x;                                                             \
       o_[i] = (TO)(EXPR);                                                                      \
@@ -55,24 +55,24 @@
   static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
                              const tsr_ref_ew_params *p) {                                     \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    char *o_ = ptrs[0];                                                                        \
-    const char *x_ = ptrs[1];                                                                  \
-    const int64_t so = strides[0], sx = strides[1];                                            \
+    const char *x_ = ptrs[0];                                                                  \
+    char *o_ = ptrs[1];                                                                        \
+    const int64_t sx = strides[0], so = strides[1];                                            \
     for (int64_t i = 0; i < n; ++i) {                                                          \
       const TX x = *(const TX *)(x_ + i * sx); (void)x;                                        \
       *(TO *)(o_ + i * so) = (TO)(EXPR);                                                       \
     }                                                                                          \
   }
 
-// out = EXPR, with a, b (inputs 1 and 2) and p in scope.
+// out = EXPR, with a, b (operands 0 and 1) and p in scope; out is operand 2.
 #define TSR_REF_EW_LOOPS_2(name, TO, TA, TB, EXPR)                                            \
   static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
                                 const tsr_ref_ew_params *p) {                                  \
     TSR_REF_EW_UNUSED(strides);                                                                \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    TO *o_ = (TO *)ptrs[0];                                                                    \
-    const TA *a_ = (const TA *)ptrs[1];                                                        \
-    const TB *b_ = (const TB *)ptrs[2];                                                        \
+    const TA *a_ = (const TA *)ptrs[0];                                                        \
+    const TB *b_ = (const TB *)ptrs[1];                                                        \
+    TO *o_ = (TO *)ptrs[2];                                                                    \
     TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
       const TA a = a_[i]; (void)a;                                                             \
       const TB b = b_[i]; (void)b;                                                             \
@@ -82,10 +82,10 @@
   static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
                              const tsr_ref_ew_params *p) {                                     \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    char *o_ = ptrs[0];                                                                        \
-    const char *a_ = ptrs[1];                                                                  \
-    const char *b_ = ptrs[2];                                                                  \
-    const int64_t so = strides[0], sa = strides[1], sb = strides[2];                           \
+    const char *a_ = ptrs[0];                                                                  \
+    const char *b_ = ptrs[1];                                                                  \
+    char *o_ = ptrs[2];                                                                        \
+    const int64_t sa = strides[0], sb = strides[1], so = strides[2];                           \
     for (int64_t i = 0; i < n; ++i) {                                                          \
       const TA a = *(const TA *)(a_ + i * sa); (void)a;                                        \
       const TB b = *(const TB *)(b_ + i * sb); (void)b;                                        \
@@ -93,16 +93,16 @@
     }                                                                                          \
   }
 
-// out = EXPR, with a, b, c (inputs 1 to 3) and p in scope.
+// out = EXPR, with a, b, c (operands 0 to 2) and p in scope; out is operand 3.
 #define TSR_REF_EW_LOOPS_3(name, TO, TA, TB, TC, EXPR)                                        \
   static void name##_contiguous(char *const *ptrs, const int64_t *strides, int64_t n,          \
                                 const tsr_ref_ew_params *p) {                                  \
     TSR_REF_EW_UNUSED(strides);                                                                \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    TO *o_ = (TO *)ptrs[0];                                                                    \
-    const TA *a_ = (const TA *)ptrs[1];                                                        \
-    const TB *b_ = (const TB *)ptrs[2];                                                        \
-    const TC *c_ = (const TC *)ptrs[3];                                                        \
+    const TA *a_ = (const TA *)ptrs[0];                                                        \
+    const TB *b_ = (const TB *)ptrs[1];                                                        \
+    const TC *c_ = (const TC *)ptrs[2];                                                        \
+    TO *o_ = (TO *)ptrs[3];                                                                    \
     TSR_REF_IVDEP for (int64_t i = 0; i < n; ++i) {                                            \
       const TA a = a_[i]; (void)a;                                                             \
       const TB b = b_[i]; (void)b;                                                             \
@@ -113,11 +113,11 @@
   static void name##_strided(char *const *ptrs, const int64_t *strides, int64_t n,             \
                              const tsr_ref_ew_params *p) {                                     \
     TSR_REF_EW_UNUSED(p);                                                                      \
-    char *o_ = ptrs[0];                                                                        \
-    const char *a_ = ptrs[1];                                                                  \
-    const char *b_ = ptrs[2];                                                                  \
-    const char *c_ = ptrs[3];                                                                  \
-    const int64_t so = strides[0], sa = strides[1], sb = strides[2], sc = strides[3];          \
+    const char *a_ = ptrs[0];                                                                  \
+    const char *b_ = ptrs[1];                                                                  \
+    const char *c_ = ptrs[2];                                                                  \
+    char *o_ = ptrs[3];                                                                        \
+    const int64_t sa = strides[0], sb = strides[1], sc = strides[2], so = strides[3];          \
     for (int64_t i = 0; i < n; ++i) {                                                          \
       const TA a = *(const TA *)(a_ + i * sa); (void)a;                                        \
       const TB b = *(const TB *)(b_ + i * sb); (void)b;                                        \

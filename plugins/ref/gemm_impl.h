@@ -56,8 +56,13 @@ typedef TSR_REF_GEMM_T T;
 // A kc x nr sliver of B (16 KiB for float on AVX2) stays in L1 while the
 // micro-kernel sweeps the A block; the mc x kc A block (~128-256 KiB) stays in
 // L2; the kc x nc B panel lives in L3.
+#ifndef TSR_REF_KC
 #define TSR_REF_KC 256
-#define TSR_REF_MC_MAX (TSR_REF_MR * (240 / TSR_REF_MR))
+#endif
+#ifndef TSR_REF_MC_ROWS
+#define TSR_REF_MC_ROWS 240
+#endif
+#define TSR_REF_MC_MAX (TSR_REF_MR * (TSR_REF_MC_ROWS / TSR_REF_MR))
 #define TSR_REF_NC_MAX (16384 / TSR_REF_GEMM_ELEM_BYTES)
 
 // Full unrolling of the (at most 12-step) tile loops is what lets the
@@ -182,30 +187,55 @@ typedef struct gemm_item {
 // Folds an m x n tile (row-major, NR apart) into C: the first depth panel
 // applies alpha and beta * C (C is not read when beta is 0), later panels
 // add alpha * tile, and the last adds bias and applies the activation.
+// Full tiles over unit-stride rows take fixed-length loops the compiler
+// vectorises; each element sees the same operations on either path.
 static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, T *c,
                        const T *bias, int64_t m, int64_t n, int first, int last) {
   const T alpha = (T)mm->alpha, beta = (T)mm->beta;
   const int64_t rs = mm->c_rs, cs = mm->c_cs;
-  if (first && last && bias == NULL && mm->activation == TSR_ACTIVATION_NONE && beta == 0 &&
-      alpha == 1 && cs == 1) {
-    for (int64_t i = 0; i < m; ++i) memcpy(c + i * rs, tile + i * TSR_REF_NR, sizeof(T) * (size_t)n);
+  const int32_t activation = last ? mm->activation : TSR_ACTIVATION_NONE;
+  if (!last) bias = NULL;
+  if (cs == 1 && n == TSR_REF_NR) {
+    for (int64_t i = 0; i < m; ++i) {
+      T *restrict crow = c + i * rs;
+      const T *restrict trow = tile + i * TSR_REF_NR;
+      if (!first) {
+        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = crow[j] + alpha * trow[j];
+      } else if (beta != 0) {
+        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = alpha * trow[j] + beta * crow[j];
+      } else {
+        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = alpha * trow[j];
+      }
+      if (bias != NULL) {
+        const T *brow = bias + i * mm->bias_rs;
+        if (mm->bias_cs == 1) {
+          for (int j = 0; j < TSR_REF_NR; ++j) crow[j] += brow[j];
+        } else {
+          for (int j = 0; j < TSR_REF_NR; ++j) crow[j] += brow[j * mm->bias_cs];
+        }
+      }
+      if (activation == TSR_ACTIVATION_RELU) {
+        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = TSR_REF_GEMM_FN(tsr_ref_relu_)(crow[j]);
+      } else if (activation != TSR_ACTIVATION_NONE) {
+        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = activation_apply(activation, crow[j]);
+      }
+    }
     return;
   }
   for (int64_t i = 0; i < m; ++i) {
     T *crow = c + i * rs;
     const T *trow = tile + i * TSR_REF_NR;
     for (int64_t j = 0; j < n; ++j) {
-      T v = alpha * trow[j];
+      T v;
       if (!first) {
-        v += crow[j * cs];
+        v = crow[j * cs] + alpha * trow[j];
       } else if (beta != 0) {
-        v += beta * crow[j * cs];
+        v = alpha * trow[j] + beta * crow[j * cs];
+      } else {
+        v = alpha * trow[j];
       }
-      if (last) {
-        if (bias != NULL) v += bias[i * mm->bias_rs + j * mm->bias_cs];
-        v = activation_apply(mm->activation, v);
-      }
-      crow[j * cs] = v;
+      if (bias != NULL) v += bias[i * mm->bias_rs + j * mm->bias_cs];
+      crow[j * cs] = activation_apply(activation, v);
     }
   }
 }

@@ -120,8 +120,16 @@ tsr_status tsr_ref_plan_destroy(tsr_plugin_plan *plan) {
   return TSR_OK;
 }
 
-// Says, on the error path only, how |desc| departs from the plan's operand.
-static tsr_status tsr_ref_operand_mismatch(const tsr_plugin_plan *plan,
+// Error paths of plan_execute live out of line, so the success path carries
+// none of their formatting.
+#if defined(__GNUC__)
+#define TSR_REF_COLD __attribute__((cold, noinline))
+#else
+#define TSR_REF_COLD
+#endif
+
+// Says how |desc| departs from the plan's operand.
+static TSR_REF_COLD tsr_status tsr_ref_operand_mismatch(const tsr_plugin_plan *plan,
                                            const tsr_ref_operand *operand,
                                            const tsr_tensor_desc *desc, const char *detail) {
   (void)desc;
@@ -130,20 +138,24 @@ static tsr_status tsr_ref_operand_mismatch(const tsr_plugin_plan *plan,
 }
 
 // Checks |desc| against the plan's |operand| and resolves its first element.
+// Differences are OR-ed together so the success path takes one branch.
 static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
                                                  const tsr_ref_operand *operand,
                                                  const tsr_tensor_desc *desc, char **out_ptr) {
   if (!TSR_ABI_COVERS(desc, tsr_tensor_desc, alias_group)) {
     return tsr_ref_operand_mismatch(plan, operand, desc, "struct_size too small");
   }
-  const size_t dims_bytes = sizeof(int64_t) * (size_t)operand->rank;
-  if (desc->dtype != operand->dtype || desc->rank != operand->rank ||
-      memcmp(desc->sizes, operand->sizes, dims_bytes) != 0 ||
-      memcmp(desc->strides, operand->strides, dims_bytes) != 0) {
+  // An inline loop, not memcmp: for rank 1-4 the call alone would cost
+  // more than the whole comparison.
+  int64_t differ = (desc->dtype ^ operand->dtype) | (desc->rank ^ operand->rank);
+  for (int32_t d = 0; d < operand->rank; ++d) {
+    differ |= (desc->sizes[d] ^ operand->sizes[d]) | (desc->strides[d] ^ operand->strides[d]);
+  }
+  if (differ != 0) {
     return tsr_ref_operand_mismatch(plan, operand, desc, "dtype, rank, sizes or strides differ");
   }
-  uint32_t alignment = desc->alignment == 0 ? 1 : desc->alignment;
-  if (alignment < operand->alignment || desc->device != 0) {
+  // A declared alignment of 0 reads as 1, which the |1 gives.
+  if ((desc->alignment | 1u) < operand->alignment || desc->device != 0) {
     return tsr_ref_operand_mismatch(plan, operand, desc, "less aligned, or another device");
   }
   const tsr_plugin_buffer *buffer = desc->buffer;
@@ -151,25 +163,25 @@ static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
     *out_ptr = buffer != NULL ? (char *)buffer->data : NULL;
     return TSR_OK;
   }
-  if (buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE) {
-    return tsr_ref_operand_mismatch(plan, operand, desc, "buffer is NULL or not a live ref buffer");
-  }
-  if (desc->byte_offset > buffer->bytes ||
-      operand->extent_bytes > buffer->bytes - desc->byte_offset) {
+  if (buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE ||
+      desc->byte_offset > buffer->bytes ||
+      operand->extent_bytes > buffer->bytes - desc->byte_offset ||
+      (((uintptr_t)buffer->data + desc->byte_offset) & (operand->elem_size - 1)) != 0) {
     return tsr_ref_operand_mismatch(plan, operand, desc,
-                                    "byte_offset plus the view's extent is past the buffer's end");
+                                    buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE
+                                        ? "buffer is NULL or not a live ref buffer"
+                                    : (((uintptr_t)buffer->data + desc->byte_offset) &
+                                       (operand->elem_size - 1)) != 0
+                                        ? "byte_offset is not a multiple of the dtype's size"
+                                        : "byte_offset plus the view's extent is past the "
+                                          "buffer's end");
   }
-  char *ptr = (char *)buffer->data + desc->byte_offset;
-  if (((uintptr_t)ptr & (operand->elem_size - 1)) != 0) {
-    return tsr_ref_operand_mismatch(plan, operand, desc,
-                                    "byte_offset is not a multiple of the dtype's size");
-  }
-  *out_ptr = ptr;
+  *out_ptr = (char *)buffer->data + desc->byte_offset;
   return TSR_OK;
 }
 
-tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args *args,
-                                tsr_plugin_stream *stream) {
+static TSR_REF_COLD tsr_status tsr_ref_exec_args_error(const tsr_plugin_plan *plan,
+                                                      const tsr_exec_args *args) {
   if (plan == NULL || args == NULL) {
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: %s is NULL",
                              plan == NULL ? "plan" : "args");
@@ -178,17 +190,35 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: args struct_size %zu is too small",
                              args->struct_size);
   }
-  tsr_status status = tsr_ref_stream_check("plan_execute", stream);
-  if (status != TSR_OK) return status;
-  if (args->num_inputs != plan->num_inputs || args->num_outputs != plan->num_outputs ||
+  return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                           "plan_execute: %s takes %d inputs and %d outputs, got %d and %d "
+                           "(or a NULL array)",
+                           tsr_op_name(plan->op), (int)plan->num_inputs, (int)plan->num_outputs,
+                           (int)args->num_inputs, (int)args->num_outputs);
+}
+
+static TSR_REF_COLD tsr_status tsr_ref_workspace_error(const tsr_plugin_plan *plan,
+                                                      const tsr_exec_args *args) {
+  return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                           "plan_execute: %s needs a workspace of %llu bytes inside a live ref "
+                           "buffer; got %llu bytes at offset %llu",
+                           tsr_op_name(plan->op), (unsigned long long)plan->workspace_bytes,
+                           (unsigned long long)args->workspace_bytes,
+                           (unsigned long long)args->workspace_offset);
+}
+
+// Checks |args| against |plan| and resolves every pointer: a few compares
+// per operand, no calls, no formatting unless something is wrong.
+tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args *args,
+                                tsr_plugin_stream *stream) {
+  if (plan == NULL || args == NULL || !TSR_ABI_COVERS(args, tsr_exec_args, workspace_bytes) ||
+      args->num_inputs != plan->num_inputs || args->num_outputs != plan->num_outputs ||
       (plan->num_inputs > 0 && args->inputs == NULL) ||
       (plan->num_outputs > 0 && args->outputs == NULL)) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
-                             "plan_execute: %s takes %d inputs and %d outputs, got %d and %d "
-                             "(or a NULL array)",
-                             tsr_op_name(plan->op), (int)plan->num_inputs, (int)plan->num_outputs,
-                             (int)args->num_inputs, (int)args->num_outputs);
+    return tsr_ref_exec_args_error(plan, args);
   }
+  tsr_status status = tsr_ref_stream_check("plan_execute", stream);
+  if (status != TSR_OK) return status;
   char *ptrs[TSR_MAX_OPERANDS];
   for (int32_t i = 0; i < plan->num_inputs; ++i) {
     status = tsr_ref_operand_resolve(plan, &plan->operands[i], &args->inputs[i], &ptrs[i]);
@@ -220,15 +250,9 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
   if (plan->workspace_bytes > 0) {
     const tsr_plugin_buffer *ws = args->workspace;
     if (ws == NULL || ws->state != TSR_REF_BUFFER_LIVE ||
-        args->workspace_bytes < plan->workspace_bytes ||
-        args->workspace_offset > ws->bytes ||
+        args->workspace_bytes < plan->workspace_bytes || args->workspace_offset > ws->bytes ||
         plan->workspace_bytes > ws->bytes - args->workspace_offset) {
-      return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
-                               "plan_execute: %s needs a workspace of %llu bytes inside a live ref "
-                               "buffer; got %llu bytes at offset %llu",
-                               tsr_op_name(plan->op), (unsigned long long)plan->workspace_bytes,
-                               (unsigned long long)args->workspace_bytes,
-                               (unsigned long long)args->workspace_offset);
+      return tsr_ref_workspace_error(plan, args);
     }
     // workspace_bytes includes the slack to round the start up to 64 bytes.
     uintptr_t start = (uintptr_t)ws->data + args->workspace_offset;
@@ -237,14 +261,11 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
   return plan->execute(plan, ptrs, workspace);
 }
 
-// Runs an elementwise plan: the engine wants the output first.
+// Runs an elementwise plan; the engine takes the plan's operand order.
 static tsr_status tsr_ref_ew_plan_execute(const tsr_plugin_plan *plan, char *const *ptrs,
                                           char *workspace) {
   (void)workspace;
-  char *ew_ptrs[TSR_REF_EW_MAX_OPERANDS];
-  ew_ptrs[0] = ptrs[plan->num_inputs];
-  for (int32_t i = 0; i < plan->num_inputs; ++i) ew_ptrs[i + 1] = ptrs[i];
-  return tsr_ref_ew_execute(&plan->u.ew, ew_ptrs);
+  return tsr_ref_ew_execute(&plan->u.ew, ptrs);
 }
 
 void tsr_ref_ew_plan_from_operands(tsr_plugin_plan *plan, tsr_ref_ew_kernel kernel,
@@ -252,15 +273,15 @@ void tsr_ref_ew_plan_from_operands(tsr_plugin_plan *plan, tsr_ref_ew_kernel kern
   int64_t elem_sizes[TSR_REF_EW_MAX_OPERANDS];
   const int64_t *sizes[TSR_REF_EW_MAX_OPERANDS];
   const int64_t *strides[TSR_REF_EW_MAX_OPERANDS];
-  const tsr_ref_operand *out = &plan->operands[plan->num_inputs];
-  int32_t n = 1 + plan->num_inputs;
+  const int32_t n = plan->num_inputs + 1;
   for (int32_t k = 0; k < n; ++k) {
-    const tsr_ref_operand *operand = k == 0 ? out : &plan->operands[k - 1];
+    const tsr_ref_operand *operand = &plan->operands[k];
     elem_sizes[k] = operand->elem_size;
     sizes[k] = operand->sizes;
     strides[k] = operand->strides;
   }
-  tsr_ref_ew_plan_init(&plan->u.ew, n, elem_sizes, out->rank, sizes, strides, kernel, cost);
+  tsr_ref_ew_plan_init(&plan->u.ew, n, elem_sizes, plan->operands[n - 1].rank, sizes, strides,
+                       kernel, cost);
   plan->execute = tsr_ref_ew_plan_execute;
   plan->engine = "ref:elementwise";
 }

@@ -118,6 +118,19 @@ static void test_binary_works_on_transposed_and_offset_views_up_to_rank_8(void *
   tt_tensor_free(&b);
   tt_tensor_free(&out);
 
+  // Inputs may overlap themselves: a sliding window, a[i][j] = base[i + j].
+  const int64_t window_sizes[] = {6, 4};
+  const int64_t window_strides[] = {1, 1};
+  tt_tensor_make(&a, TSR_INT32, 2, window_sizes, window_strides, 0);
+  tt_tensor_make(&b, TSR_INT32, 2, window_sizes, NULL, 0);
+  tt_tensor_make(&out, TSR_INT32, 2, window_sizes, NULL, 0);
+  for (int64_t i = 0; i < 9; ++i) ((int32_t *)a.base)[i] = (int32_t)(i * i);
+  tt_fill(&b, 9, -4, 4);
+  binary_check(TSR_BINARY_MUL, 1.0, &a, &b, &out);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+
   const int64_t sizes8[] = {2, 3, 1, 2, 2, 3, 1, 2};
   const int32_t perm8[] = {7, 6, 5, 4, 3, 2, 1, 0};
   tt_tensor_make_permuted(&a, TSR_FLOAT64, 8, sizes8, perm8);

@@ -106,6 +106,25 @@ static void test_copy_refuses_a_dtype_change_and_an_overlapping_output(void **st
   outs[0] = &bad_out;
   assert_int_equal(tt_supports(TSR_OP_COPY, NULL, in, 1, outs, 1), TSR_INVALID_ARGUMENT);
   assert_non_null(strstr(tsr_test_host_error_get(), "overlap"));
+  // The tightest overlap: [2, 2] with strides [1, 1] puts (0, 1) and (1, 0)
+  // on one element; [2, 3] with strides [3, 1] just fits.
+  const int64_t two_by_two[] = {2, 2}, two_by_three[] = {2, 3};
+  const int64_t unit_strides[] = {1, 1}, dense_strides[] = {3, 1};
+  tt_tensor small_x, tight_bad, small_x3, tight_good;
+  tt_tensor_make(&small_x, TSR_FLOAT32, 2, two_by_two, NULL, 0);
+  tt_tensor_make(&tight_bad, TSR_FLOAT32, 2, two_by_two, unit_strides, 0);
+  tt_tensor_make(&small_x3, TSR_FLOAT32, 2, two_by_three, NULL, 0);
+  tt_tensor_make(&tight_good, TSR_FLOAT32, 2, two_by_three, dense_strides, 0);
+  in[0] = &small_x;
+  outs[0] = &tight_bad;
+  assert_int_equal(tt_supports(TSR_OP_COPY, NULL, in, 1, outs, 1), TSR_INVALID_ARGUMENT);
+  in[0] = &small_x3;
+  outs[0] = &tight_good;
+  assert_int_equal(tt_supports(TSR_OP_COPY, NULL, in, 1, outs, 1), TSR_OK);
+  tt_tensor_free(&small_x);
+  tt_tensor_free(&tight_bad);
+  tt_tensor_free(&small_x3);
+  tt_tensor_free(&tight_good);
   tsr_fill_attrs not_null = {sizeof(not_null), 0};
   outs[0] = &out;
   assert_int_equal(tt_supports(TSR_OP_COPY, &not_null, in, 1, outs, 1), TSR_INVALID_ARGUMENT);

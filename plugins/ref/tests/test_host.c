@@ -12,6 +12,9 @@
 #define TSR_TEST_MAX_THREADS 16
 
 static _Thread_local char t_message[1024];
+// Held while a call owns the pool; a call from another thread that finds it
+// held runs in its own thread instead (host functions are thread-safe).
+static pthread_mutex_t g_pool_busy = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int t_in_parallel;
 static _Atomic uint64_t g_mem_alloc_count;
 static _Atomic uint64_t g_parallel_count;
@@ -71,7 +74,7 @@ static tsr_status tsr_test_parallel_for(void *ctx, int64_t count, int64_t grain,
   if (grain < 1) grain = 1;
   int64_t chunks = (count + grain - 1) / grain;
   if (chunks > g_pool.threads) chunks = g_pool.threads;
-  if (chunks <= 1 || t_in_parallel) {
+  if (chunks <= 1 || t_in_parallel || pthread_mutex_trylock(&g_pool_busy) != 0) {
     fn(arg, 0, count, 0);
     return TSR_OK;
   }
@@ -92,6 +95,7 @@ static tsr_status tsr_test_parallel_for(void *ctx, int64_t count, int64_t grain,
   pthread_mutex_lock(&g_pool.lock);
   while (g_pool.pending > 0) pthread_cond_wait(&g_pool.done, &g_pool.lock);
   pthread_mutex_unlock(&g_pool.lock);
+  pthread_mutex_unlock(&g_pool_busy);
   return TSR_OK;
 }
 
