@@ -55,6 +55,16 @@ static int is_elementwise(tsr_op_id_t op) {
 // last |keep| dims as they are. Size-1 dims stretch with stride 0.
 static tsr_status desc_expand(tsr_tensor_desc *d, int32_t rank, const int64_t *sizes, int32_t keep,
                               const char *op_name, const char *operand, int32_t index) {
+  if (d->rank == rank) {
+    int32_t r = 0;
+    while (r < rank - keep && d->sizes[r] == sizes[r]) ++r;
+    if (r == rank - keep) {  // same shape: only normalise size-1 strides
+      for (r = 0; r < rank - keep; ++r) {
+        if (d->sizes[r] == 1) d->strides[r] = 0;
+      }
+      return TSR_OK;
+    }
+  }
   if (d->rank > rank || d->rank < keep) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s %d has rank %d, the output rank %d", op_name,
                          operand, index, d->rank, rank);

@@ -7,31 +7,44 @@
 
 #include "error.h"
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
+// One multiply per word while the key is written, one full mix at the end:
+// the key is built on every eager op, so this is the dispatcher's largest
+// fixed cost after the kernel itself.
+#define KEY_PUT(value)                          \
+  do {                                          \
+    uint64_t v_ = (value);                      \
+    w[n++] = v_;                                \
+    h = (h ^ v_) * 0x9e3779b97f4a7c15ull;       \
+    h ^= h >> 32;                               \
+  } while (0)
 
 tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *out_key) {
   uint64_t *w = out_key->words;
   uint32_t n = 0;
-  w[n++] = (uint64_t)(uint32_t)signature->op | ((uint64_t)(uint32_t)signature->device << 32);
-  w[n++] = (uint64_t)(uint32_t)signature->math_mode | ((uint64_t)signature->flags << 32);
-  w[n++] = (uint64_t)(uint32_t)signature->num_inputs |
-           ((uint64_t)(uint32_t)signature->num_outputs << 32);
+  uint64_t h = 0x243f6a8885a308d3ull;
+  if (signature->num_inputs < 0 || signature->num_outputs < 0 ||
+      signature->num_inputs + signature->num_outputs > TSR_MAX_OPERANDS) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "plan: %d inputs and %d outputs",
+                         signature->num_inputs, signature->num_outputs);
+  }
+  KEY_PUT((uint64_t)(uint32_t)signature->op | ((uint64_t)(uint32_t)signature->device << 32));
+  KEY_PUT((uint64_t)(uint16_t)signature->math_mode | ((uint64_t)(uint16_t)signature->flags << 16) |
+          ((uint64_t)(uint16_t)signature->num_inputs << 32) |
+          ((uint64_t)(uint16_t)signature->num_outputs << 48));
   for (int32_t side = 0; side < 2; ++side) {
     const tsr_tensor_desc *descs = side == 0 ? signature->inputs : signature->outputs;
     int32_t count = side == 0 ? signature->num_inputs : signature->num_outputs;
     for (int32_t i = 0; i < count; ++i) {
       const tsr_tensor_desc *d = &descs[i];
-      w[n++] = (uint64_t)(uint8_t)d->dtype | ((uint64_t)(uint8_t)d->rank << 8) |
-               ((uint64_t)d->alignment << 16) | ((uint64_t)(uint32_t)(d->alias_group + 1) << 32);
-      for (int32_t r = 0; r < d->rank; ++r) w[n++] = (uint64_t)d->sizes[r];
-      for (int32_t r = 0; r < d->rank; ++r) w[n++] = (uint64_t)d->strides[r];
+      if (d->rank < 0 || d->rank > TSR_MAX_RANK) {
+        return tsr_error_set(TSR_INVALID_ARGUMENT, "plan: operand rank %d", d->rank);
+      }
+      KEY_PUT((uint64_t)(uint8_t)d->dtype | ((uint64_t)(uint8_t)d->rank << 8) |
+              ((uint64_t)d->alignment << 16) | ((uint64_t)(uint32_t)(d->alias_group + 1) << 32));
+      for (int32_t r = 0; r < d->rank; ++r) {
+        KEY_PUT((uint64_t)d->sizes[r]);
+        KEY_PUT((uint64_t)d->strides[r]);
+      }
     }
   }
   size_t attr_bytes = 0;
@@ -42,15 +55,22 @@ tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *o
                            "plan", attr_bytes);
     }
   }
-  w[n++] = attr_bytes;
-  if (attr_bytes > 0) {
-    size_t words = (attr_bytes + 7) / 8;
-    w[n + words - 1] = 0;
-    memcpy(&w[n], signature->attrs, attr_bytes);
-    n += (uint32_t)words;
+  KEY_PUT(attr_bytes);
+  const unsigned char *bytes = signature->attrs;
+  size_t whole = attr_bytes / 8;
+  for (size_t i = 1; i < whole; ++i) {  // word 0 is struct_size, already in
+    uint64_t v;
+    memcpy(&v, bytes + 8 * i, 8);
+    KEY_PUT(v);
   }
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (uint32_t i = 0; i < n; ++i) h = mix64(h ^ w[i]) + i;
+  if (attr_bytes % 8) {
+    uint64_t v = 0;
+    memcpy(&v, bytes + 8 * whole, attr_bytes % 8);
+    KEY_PUT(v);
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
   out_key->length = n;
   out_key->hash = h;
   return TSR_OK;

@@ -9,8 +9,8 @@
 // Storage records are recycled per thread so that an eager op allocates no
 // host memory after warm-up.
 #define TSR_FREE_LIST_CAP 1024
-static _Thread_local tsr_storage *tls_free_storage;
-static _Thread_local int tls_free_storage_count;
+static TSR_HOT_TLS tsr_storage *tls_free_storage;
+static TSR_HOT_TLS int tls_free_storage_count;
 
 static tsr_storage *storage_record_get(void) {
   tsr_storage *s = tls_free_storage;

@@ -8,7 +8,7 @@
 // The calling thread's current streams, by device global id. Small and
 // direct-mapped: a thread rarely uses more than a few devices.
 #define TSR_CURRENT_SLOTS 16
-static _Thread_local struct {
+static TSR_HOT_TLS struct {
   int32_t global_id_plus_one;  // 0: empty; ids are never reused
   tsr_stream *stream;
 } tls_current[TSR_CURRENT_SLOTS];

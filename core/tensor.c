@@ -6,8 +6,8 @@
 #include "runtime.h"
 
 #define TSR_FREE_LIST_CAP 1024
-static _Thread_local tsr_tensor *tls_free_tensors;
-static _Thread_local int tls_free_tensor_count;
+static TSR_HOT_TLS tsr_tensor *tls_free_tensors;
+static TSR_HOT_TLS int tls_free_tensor_count;
 
 
 void tsr_tensor_free_lists_trim(void) {

@@ -80,27 +80,58 @@ const tsr_ref_gemm_geometry TSR_REF_GEMM_GEOMETRY = {
 // c[MR x NR] (row-major) = a-sliver (kc x MR) times b-sliver (kc x NR).
 // Bound by FMA throughput: 2 * MR * NV FMAs per k against 2 loads and MR
 // broadcasts, all C accumulators in registers.
+// How a full tile meets C: the first depth panel overwrites C (beta 0) or
+// scales it (beta != 0); later panels accumulate.
+enum { TILE_OVERWRITE = 0, TILE_SCALE = 1, TILE_ACCUMULATE = 2 };
+
 #if defined(__GNUC__)
 typedef T tsr_ref_vec __attribute__((vector_size(TSR_REF_VEC_BYTES)));
 
+// The multiply: acc[MR][NV] = a-sliver (kc x MR) times b-sliver (kc x NR).
+#define TSR_REF_MICRO_KERNEL_BODY                                                        \
+  tsr_ref_vec acc[TSR_REF_MR][TSR_REF_NV];                                               \
+  TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {                             \
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] = (tsr_ref_vec){0}; \
+  }                                                                                      \
+  for (int64_t p = 0; p < kc; ++p) {                                                     \
+    tsr_ref_vec bv[TSR_REF_NV];                                                          \
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {                           \
+      memcpy(&bv[v], b + p * TSR_REF_NR + v * TSR_REF_VL, sizeof(tsr_ref_vec));          \
+    }                                                                                    \
+    TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {                           \
+      const T av = a[p * TSR_REF_MR + i];                                                \
+      TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] += av * bv[v];  \
+    }                                                                                    \
+  }
+
+// c[MR x NR] (row-major, NR apart) = a-sliver times b-sliver. Bound by FMA
+// throughput: 2 * MR * NV FMAs per k against 2 loads and MR broadcasts, all
+// accumulators in registers.
 static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c) {
-  tsr_ref_vec acc[TSR_REF_MR][TSR_REF_NV];
-  TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
-    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] = (tsr_ref_vec){0};
-  }
-  for (int64_t p = 0; p < kc; ++p) {
-    tsr_ref_vec bv[TSR_REF_NV];
-    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
-      memcpy(&bv[v], b + p * TSR_REF_NR + v * TSR_REF_VL, sizeof(tsr_ref_vec));
-    }
-    TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
-      const T av = a[p * TSR_REF_MR + i];
-      TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) acc[i][v] += av * bv[v];
-    }
-  }
+  TSR_REF_MICRO_KERNEL_BODY
   TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
     TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
       memcpy(c + i * TSR_REF_NR + v * TSR_REF_VL, &acc[i][v], sizeof(tsr_ref_vec));
+    }
+  }
+}
+
+// The same multiply folded into a full tile of C (rows |rs| apart, unit
+// columns) straight from the registers, as |mode| says.
+static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
+                                T *restrict c, int64_t rs, T alpha, T beta, int mode) {
+  TSR_REF_MICRO_KERNEL_BODY
+  TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
+    TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
+      T *cp = c + i * rs + v * TSR_REF_VL;
+      tsr_ref_vec cv, r;
+      if (mode == TILE_OVERWRITE) {
+        r = alpha * acc[i][v];
+      } else {
+        memcpy(&cv, cp, sizeof(cv));
+        r = mode == TILE_SCALE ? alpha * acc[i][v] + beta * cv : cv + alpha * acc[i][v];
+      }
+      memcpy(cp, &r, sizeof(r));
     }
   }
 }
@@ -110,6 +141,21 @@ static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T
   for (int64_t p = 0; p < kc; ++p) {
     for (int i = 0; i < TSR_REF_MR; ++i) {
       for (int j = 0; j < TSR_REF_NR; ++j) c[i * TSR_REF_NR + j] += a[p * TSR_REF_MR + i] * b[p * TSR_REF_NR + j];
+    }
+  }
+}
+
+static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
+                                T *restrict c, int64_t rs, T alpha, T beta, int mode) {
+  T tile[TSR_REF_MR * TSR_REF_NR];
+  micro_kernel(kc, a, b, tile);
+  for (int i = 0; i < TSR_REF_MR; ++i) {
+    for (int j = 0; j < TSR_REF_NR; ++j) {
+      T *cp = c + i * rs + j;
+      const T t = tile[i * TSR_REF_NR + j];
+      *cp = mode == TILE_OVERWRITE ? alpha * t
+            : mode == TILE_SCALE   ? alpha * t + beta * *cp
+                                   : *cp + alpha * t;
     }
   }
 }
@@ -184,44 +230,16 @@ typedef struct gemm_item {
   T *c;
 } gemm_item;
 
-// Folds an m x n tile (row-major, NR apart) into C: the first depth panel
+// Folds an m x n tile (row-major, NR apart) into C, for tiles the register
+// path does not take (matrix edges, strided C): the first depth panel
 // applies alpha and beta * C (C is not read when beta is 0), later panels
 // add alpha * tile, and the last adds bias and applies the activation.
-// Full tiles over unit-stride rows take fixed-length loops the compiler
-// vectorises; each element sees the same operations on either path.
 static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, T *c,
                        const T *bias, int64_t m, int64_t n, int first, int last) {
   const T alpha = (T)mm->alpha, beta = (T)mm->beta;
   const int64_t rs = mm->c_rs, cs = mm->c_cs;
   const int32_t activation = last ? mm->activation : TSR_ACTIVATION_NONE;
   if (!last) bias = NULL;
-  if (cs == 1 && n == TSR_REF_NR) {
-    for (int64_t i = 0; i < m; ++i) {
-      T *restrict crow = c + i * rs;
-      const T *restrict trow = tile + i * TSR_REF_NR;
-      if (!first) {
-        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = crow[j] + alpha * trow[j];
-      } else if (beta != 0) {
-        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = alpha * trow[j] + beta * crow[j];
-      } else {
-        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = alpha * trow[j];
-      }
-      if (bias != NULL) {
-        const T *brow = bias + i * mm->bias_rs;
-        if (mm->bias_cs == 1) {
-          for (int j = 0; j < TSR_REF_NR; ++j) crow[j] += brow[j];
-        } else {
-          for (int j = 0; j < TSR_REF_NR; ++j) crow[j] += brow[j * mm->bias_cs];
-        }
-      }
-      if (activation == TSR_ACTIVATION_RELU) {
-        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = TSR_REF_GEMM_FN(tsr_ref_relu_)(crow[j]);
-      } else if (activation != TSR_ACTIVATION_NONE) {
-        for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = activation_apply(activation, crow[j]);
-      }
-    }
-    return;
-  }
   for (int64_t i = 0; i < m; ++i) {
     T *crow = c + i * rs;
     const T *trow = tile + i * TSR_REF_NR;
@@ -240,6 +258,21 @@ static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, T 
   }
 }
 
+// Adds bias and applies the activation to a full tile the register path
+// wrote (unit columns), while it is still in L1.
+static void tile_finish(const tsr_ref_matmul_plan *mm, T *c, const T *bias) {
+  for (int64_t i = 0; i < TSR_REF_MR; ++i) {
+    T *crow = c + i * mm->c_rs;
+    if (bias != NULL) {
+      const T *brow = bias + i * mm->bias_rs;
+      for (int j = 0; j < TSR_REF_NR; ++j) crow[j] += brow[j * mm->bias_cs];
+    }
+    if (mm->activation != TSR_ACTIVATION_NONE) {
+      for (int j = 0; j < TSR_REF_NR; ++j) crow[j] = activation_apply(mm->activation, crow[j]);
+    }
+  }
+}
+
 // Multiplies a packed A block (mc rows) by NR-slivers [jr_begin, jr_end) of a
 // packed B panel into C rows [0, mc) and columns [jr_begin, jr_end) * NR
 // (clipped to nc), relative to |c| and |bias| at the block's corner.
@@ -247,15 +280,24 @@ static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, 
                          const T *pa, const T *pb, T *c, const T *bias, int64_t sliver_begin,
                          int64_t sliver_end, int first, int last) {
   _Alignas(64) T tile[TSR_REF_MR * TSR_REF_NR];
+  const int mode = !first ? TILE_ACCUMULATE : mm->beta != 0 ? TILE_SCALE : TILE_OVERWRITE;
+  const int finish = last && (bias != NULL || mm->activation != TSR_ACTIVATION_NONE);
   for (int64_t s = sliver_begin; s < sliver_end; ++s) {
     const int64_t j = s * TSR_REF_NR;
     const int64_t n = nc - j < TSR_REF_NR ? nc - j : TSR_REF_NR;
     const T *b_sliver = pb + s * kc * TSR_REF_NR;
     for (int64_t i = 0; i < mc; i += TSR_REF_MR) {
       const int64_t m = mc - i < TSR_REF_MR ? mc - i : TSR_REF_MR;
-      micro_kernel(kc, pa + i * kc, b_sliver, tile);
+      T *c_tile = c + i * mm->c_rs + j * mm->c_cs;
       const T *tile_bias = bias != NULL ? bias + i * mm->bias_rs + j * mm->bias_cs : NULL;
-      tile_store(mm, tile, c + i * mm->c_rs + j * mm->c_cs, tile_bias, m, n, first, last);
+      if (m == TSR_REF_MR && n == TSR_REF_NR && mm->c_cs == 1) {
+        micro_kernel_update(kc, pa + i * kc, b_sliver, c_tile, mm->c_rs, (T)mm->alpha,
+                            (T)mm->beta, mode);
+        if (finish) tile_finish(mm, c_tile, tile_bias);
+      } else {
+        micro_kernel(kc, pa + i * kc, b_sliver, tile);
+        tile_store(mm, tile, c_tile, tile_bias, m, n, first, last);
+      }
     }
   }
 }

@@ -123,6 +123,9 @@ static void expect_raw(const char *what, const tsr_tensor *t, const void *want, 
   unsigned char *got = malloc((size_t)(n > 0 ? n : 1) * elem);
   assert_non_null(got);
   TS_ASSERT_OK(tsr_tensor_to_host(t, got, (size_t)n * elem));
+  int64_t bad = -1;
+  double bad_got = 0, bad_want = 0;
+  long long bad_got_int = 0, bad_want_int = 0;
   for (int64_t i = 0; i < n; ++i) {
     const unsigned char *g = got + i * elem;
     const unsigned char *w = (const unsigned char *)want + i * elem;
@@ -141,12 +144,19 @@ static void expect_raw(const char *what, const tsr_tensor *t, const void *want, 
         memcpy(&gi, g, 8);
         memcpy(&wi, w, 8);
       }
-      free(got);
-      fail_msg("%s (%s): element %lld is %.17g (%lld), expected %.17g (%lld)", what,
-               ts_dtype_name(dtype), (long long)i, gv, gi, wv, wi);
+      bad = i;
+      bad_got = gv;
+      bad_want = wv;
+      bad_got_int = gi;
+      bad_want_int = wi;
+      break;
     }
   }
   free(got);
+  if (bad >= 0) {
+    fail_msg("%s (%s): element %lld is %.17g (%lld), expected %.17g (%lld)", what,
+             ts_dtype_name(dtype), (long long)bad, bad_got, bad_got_int, bad_want, bad_want_int);
+  }
 }
 
 // Element i of a [n] tensor built from raw typed host data.

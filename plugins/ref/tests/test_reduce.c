@@ -233,7 +233,7 @@ static void test_reduce_refuses_bad_axes_and_shapes(void **state) {
 // ARG_REDUCE's rule in float64: first extreme, NaN beyond every number.
 static int64_t arg_want(const tt_tensor *x, int32_t axis, int argmin, const int64_t *out_idx) {
   int64_t idx[TSR_MAX_RANK];
-  memcpy(idx, out_idx, sizeof(idx));
+  memcpy(idx, out_idx, sizeof(int64_t) * (size_t)x->desc.rank);
   int64_t best = 0;
   for (int64_t i = 0; i < x->desc.sizes[axis]; ++i) {
     idx[axis] = i;

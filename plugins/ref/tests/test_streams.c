@@ -49,7 +49,9 @@ static void test_events_time_the_work_between_two_records(void **state) {
   assert_int_equal(tt_api->event_record(plain, s), TSR_OK);
   assert_int_equal(tt_api->event_elapsed_get(start, plain, &ms), TSR_INVALID_ARGUMENT);
   assert_non_null(strstr(tsr_test_host_error_get(), "TSR_EVENT_TIMING"));
+  assert_int_equal(tt_api->event_destroy(plain), TSR_OK);
   assert_int_equal(tt_api->event_create(0, 0x8, &plain), TSR_INVALID_ARGUMENT);
+  assert_null(plain);
   assert_int_equal(tt_api->event_destroy(start), TSR_OK);
   assert_int_equal(tt_api->event_destroy(end), TSR_OK);
   assert_int_equal(tt_api->event_destroy(NULL), TSR_INVALID_ARGUMENT);
