@@ -53,19 +53,18 @@ tsr_status tsr_ref_clamp_plan_init(const tsr_op_signature *signature, tsr_plugin
   if (status != TSR_OK) return status;
 
   tsr_ref_ew_params params = {0};
-  params.has_lo = bounds.has_min != 0;
-  params.has_hi = bounds.has_max != 0;
-  params.lo_f64 = params.has_lo ? bounds.min : -INFINITY;
-  params.hi_f64 = params.has_hi ? bounds.max : INFINITY;
+  const int has_lo = bounds.has_min != 0, has_hi = bounds.has_max != 0;
+  params.lo_f64 = has_lo ? bounds.min : -INFINITY;
+  params.hi_f64 = has_hi ? bounds.max : INFINITY;
   params.lo_f32 = (float)params.lo_f64;
   params.hi_f32 = (float)params.hi_f64;
   // Bounds reach int dtypes converted as CAST converts a float64.
   if (x->dtype == TSR_INT32) {
-    params.lo_i64 = params.has_lo ? tsr_ref_f64_to_i32(bounds.min) : INT32_MIN;
-    params.hi_i64 = params.has_hi ? tsr_ref_f64_to_i32(bounds.max) : INT32_MAX;
+    params.lo_i64 = has_lo ? tsr_ref_f64_to_i32(bounds.min) : INT32_MIN;
+    params.hi_i64 = has_hi ? tsr_ref_f64_to_i32(bounds.max) : INT32_MAX;
   } else {
-    params.lo_i64 = params.has_lo ? tsr_ref_f64_to_i64(bounds.min) : INT64_MIN;
-    params.hi_i64 = params.has_hi ? tsr_ref_f64_to_i64(bounds.max) : INT64_MAX;
+    params.lo_i64 = has_lo ? tsr_ref_f64_to_i64(bounds.min) : INT64_MIN;
+    params.hi_i64 = has_hi ? tsr_ref_f64_to_i64(bounds.max) : INT64_MAX;
   }
   tsr_ref_ew_kernel kernel;
   switch (x->dtype) {

@@ -24,8 +24,7 @@ typedef struct tsr_ref_ew_params {
   int64_t alpha_i64;
   double lo_f64, hi_f64;
   float lo_f32, hi_f32;
-  int64_t lo_i64, hi_i64;
-  uint32_t has_lo, has_hi;
+  int64_t lo_i64, hi_i64;  // CLAMP: a missing bound is the dtype's extreme
   uint64_t fill_bits;  // FILL: the value's bit pattern in the output dtype
 } tsr_ref_ew_params;
 

@@ -107,12 +107,17 @@ static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
       mm->dtype == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
   const uint64_t elem = mm->dtype == TSR_FLOAT32 ? 4 : 8;
   const double macs = (double)mm->m * (double)mm->n * (double)mm->k;
-  if (macs <= TSR_REF_MATMUL_NAIVE_MAX_MACS) {
-    mm->mode = TSR_REF_MATMUL_NAIVE;
-    return 0;
-  }
   const int32_t threads = tsr_ref_thread_count_get();
   const double flops = 2.0 * macs * (double)mm->batch_count;
+  if (macs <= TSR_REF_MATMUL_NAIVE_MAX_MACS) {
+    // Many tiny items (attention heads, per-sample products): spread the
+    // items, each still computed whole by one thread.
+    mm->mode = TSR_REF_MATMUL_NAIVE;
+    if (threads > 1 && flops >= TSR_REF_MATMUL_PARALLEL_MIN_FLOPS) {
+      mm->naive_grain = (int64_t)(TSR_REF_MATMUL_PARALLEL_MIN_FLOPS / 4 / (2.0 * macs + 1)) + 1;
+    }
+    return 0;
+  }
   if (threads == 1 || flops < TSR_REF_MATMUL_PARALLEL_MIN_FLOPS) {
     mm->mode = TSR_REF_MATMUL_SERIAL;
   } else if (mm->batch_count % threads == 0 || mm->batch_count >= 4 * threads) {

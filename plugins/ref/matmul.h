@@ -45,6 +45,7 @@ typedef struct tsr_ref_matmul_plan {
   int64_t kc, mc, nc;
   int64_t m_blocks;       // ceil(m / mc)
   int64_t n_chunks;       // SPLIT: column chunks of a B panel per A block
+  int64_t naive_grain;    // NAIVE: batch items per parallel chunk; 0 runs serially
   uint64_t panel_bytes;   // SPLIT: the shared packed-B panel
   uint64_t slot_bytes;    // one thread's packing region
 } tsr_ref_matmul_plan;

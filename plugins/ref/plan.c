@@ -128,22 +128,37 @@ tsr_status tsr_ref_plan_destroy(tsr_plugin_plan *plan) {
 #define TSR_REF_COLD
 #endif
 
-// Says how |desc| departs from the plan's operand.
+// Says how an operand departs from the plan's.
 static TSR_REF_COLD tsr_status tsr_ref_operand_mismatch(const tsr_plugin_plan *plan,
-                                           const tsr_ref_operand *operand,
-                                           const tsr_tensor_desc *desc, const char *detail) {
-  (void)desc;
+                                                       const tsr_ref_operand *operand,
+                                                       const char *detail) {
   return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "plan_execute: %s %s does not match the plan: %s",
                            tsr_op_name(plan->op), operand->name, detail);
 }
 
+// Says which of the buffer checks |desc| failed.
+static TSR_REF_COLD tsr_status tsr_ref_buffer_mismatch(const tsr_plugin_plan *plan,
+                                                      const tsr_ref_operand *operand,
+                                                      const tsr_tensor_desc *desc) {
+  const tsr_plugin_buffer *buffer = desc->buffer;
+  if (buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE) {
+    return tsr_ref_operand_mismatch(plan, operand, "buffer is NULL or not a live ref buffer");
+  }
+  if ((((uintptr_t)buffer->data + desc->byte_offset) & (operand->elem_size - 1)) != 0) {
+    return tsr_ref_operand_mismatch(plan, operand,
+                                    "byte_offset is not a multiple of the dtype's size");
+  }
+  return tsr_ref_operand_mismatch(plan, operand,
+                                  "byte_offset plus the view's extent is past the buffer's end");
+}
+
 // Checks |desc| against the plan's |operand| and resolves its first element.
-// Differences are OR-ed together so the success path takes one branch.
+// Differences are OR-ed together so the success path takes few branches.
 static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
                                                  const tsr_ref_operand *operand,
                                                  const tsr_tensor_desc *desc, char **out_ptr) {
   if (!TSR_ABI_COVERS(desc, tsr_tensor_desc, alias_group)) {
-    return tsr_ref_operand_mismatch(plan, operand, desc, "struct_size too small");
+    return tsr_ref_operand_mismatch(plan, operand, "struct_size too small");
   }
   // An inline loop, not memcmp: for rank 1-4 the call alone would cost
   // more than the whole comparison.
@@ -152,11 +167,11 @@ static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
     differ |= (desc->sizes[d] ^ operand->sizes[d]) | (desc->strides[d] ^ operand->strides[d]);
   }
   if (differ != 0) {
-    return tsr_ref_operand_mismatch(plan, operand, desc, "dtype, rank, sizes or strides differ");
+    return tsr_ref_operand_mismatch(plan, operand, "dtype, rank, sizes or strides differ");
   }
   // A declared alignment of 0 reads as 1, which the |1 gives.
   if ((desc->alignment | 1u) < operand->alignment || desc->device != 0) {
-    return tsr_ref_operand_mismatch(plan, operand, desc, "less aligned, or another device");
+    return tsr_ref_operand_mismatch(plan, operand, "less aligned, or another device");
   }
   const tsr_plugin_buffer *buffer = desc->buffer;
   if (operand->extent_bytes == 0) {
@@ -167,14 +182,7 @@ static inline tsr_status tsr_ref_operand_resolve(const tsr_plugin_plan *plan,
       desc->byte_offset > buffer->bytes ||
       operand->extent_bytes > buffer->bytes - desc->byte_offset ||
       (((uintptr_t)buffer->data + desc->byte_offset) & (operand->elem_size - 1)) != 0) {
-    return tsr_ref_operand_mismatch(plan, operand, desc,
-                                    buffer == NULL || buffer->state != TSR_REF_BUFFER_LIVE
-                                        ? "buffer is NULL or not a live ref buffer"
-                                    : (((uintptr_t)buffer->data + desc->byte_offset) &
-                                       (operand->elem_size - 1)) != 0
-                                        ? "byte_offset is not a multiple of the dtype's size"
-                                        : "byte_offset plus the view's extent is past the "
-                                          "buffer's end");
+    return tsr_ref_buffer_mismatch(plan, operand, desc);
   }
   *out_ptr = (char *)buffer->data + desc->byte_offset;
   return TSR_OK;
@@ -236,14 +244,14 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
         mask |= 1u << i;
         if (args->inputs[i].buffer != desc->buffer ||
             args->inputs[i].byte_offset != desc->byte_offset) {
-          return tsr_ref_operand_mismatch(plan, operand, desc,
+          return tsr_ref_operand_mismatch(plan, operand,
                                           "it shares an alias group with an input it does not "
                                           "alias exactly");
         }
       }
     }
     if (mask != operand->alias_mask) {
-      return tsr_ref_operand_mismatch(plan, operand, desc, "alias groups differ from the plan's");
+      return tsr_ref_operand_mismatch(plan, operand, "alias groups differ from the plan's");
     }
   }
   char *workspace = NULL;

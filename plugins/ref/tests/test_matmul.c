@@ -287,12 +287,18 @@ static void matmul_on_threads(int32_t threads, int64_t batch, int64_t m, int64_t
 static void test_matmul_results_are_bitwise_identical_on_one_and_two_threads(void **state) {
   (void)state;
   int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
-  static const int64_t shapes[][4] = {{1, 257, 129, 700}, {3, 64, 48, 300}, {4, 50, 40, 30}};
-  static float serial[257 * 129 * 4], parallel[257 * 129 * 4];
-  for (int i = 0; i < 3; ++i) {
+  // One item split over threads, three items split likewise, four items
+  // handed out whole, and 3000 tiny items on the naive path: each must
+  // really reach the pool on two threads.
+  static const int64_t shapes[][4] = {
+      {1, 257, 129, 700}, {3, 64, 48, 300}, {4, 70, 40, 300}, {3000, 8, 8, 16}};
+  static float serial[3000 * 8 * 8], parallel[3000 * 8 * 8];
+  for (int i = 0; i < 4; ++i) {
     const int64_t *s = shapes[i];
     matmul_on_threads(1, s[0], s[1], s[2], s[3], serial);
+    uint64_t pool_calls = tsr_test_host_parallel_count();
     matmul_on_threads(2, s[0], s[1], s[2], s[3], parallel);
+    assert_true(tsr_test_host_parallel_count() > pool_calls);
     assert_memory_equal(serial, parallel, sizeof(float) * (size_t)(s[0] * s[1] * s[2]));
   }
   assert_int_equal(tt_setup(threads_before), 0);

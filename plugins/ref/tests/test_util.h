@@ -1,5 +1,7 @@
 // Helpers for ref's tests: tensors in ref buffers with any view, element
-// access as double, and a one-call plan-execute-destroy runner.
+// access as double, and a one-call plan-execute-destroy runner. They fail
+// the calling cmocka test on any unexpected status. Setup and teardown are
+// not thread-safe; the rest is as thread-safe as the plugin table it calls.
 #ifndef TESSERA_PLUGINS_REF_TESTS_TEST_UTIL_H_
 #define TESSERA_PLUGINS_REF_TESTS_TEST_UTIL_H_
 

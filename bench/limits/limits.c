@@ -1,0 +1,189 @@
+// tsr-bench-limits: the machine's physical limits for the canonical
+// workloads, measured in the same run as Tessera and its peers (protocol:
+// bench/common/bench_protocol.h).
+//
+//   sgemm N   oneDNN's dnnl_sgemm called directly on preallocated n x n
+//             row-major float32 matrices: the fp32 matmul peak a vendor
+//             library reaches on these cores. Threads: oneDNN's OpenMP
+//             runtime, OMP_NUM_THREADS (set by the harness).
+//   add_16M   c[i] = a[i] + b[i] over 16M floats, preallocated and touched
+//             beforehand, split over TSR_BENCH_THREADS pthreads (default 2):
+//             the memory bandwidth floor of an elementwise add (12 bytes
+//             per element counted; the write-allocate read of c is not).
+//
+// Any other workload answers "not yet": it has no limit measured here.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "bench_protocol.h"
+
+#define ADD_COUNT (16 * 1024 * 1024)
+#define MAX_THREADS 64
+
+typedef struct limits {
+  int threads;
+  int64_t sgemm_n;
+  float *a, *b, *c;  // the current workload's buffers
+  int add_ready;
+} limits;
+
+static void buffers_free(limits *l) {
+  free(l->a);
+  free(l->b);
+  free(l->c);
+  l->a = l->b = l->c = NULL;
+  l->sgemm_n = 0;
+  l->add_ready = 0;
+}
+
+static int buffers_alloc(limits *l, size_t count) {
+  buffers_free(l);
+  l->a = aligned_alloc(64, count * sizeof(float));
+  l->b = aligned_alloc(64, count * sizeof(float));
+  l->c = aligned_alloc(64, count * sizeof(float));
+  if (l->a == NULL || l->b == NULL || l->c == NULL) {
+    buffers_free(l);
+    return 0;
+  }
+  bench_fill_random(l->a, count, 1);
+  bench_fill_random(l->b, count, 2);
+  memset(l->c, 0, count * sizeof(float));  // touched: no page faults while timed
+  return 1;
+}
+
+typedef struct add_slice {
+  const float *a, *b;
+  float *c;
+  size_t begin, end;
+} add_slice;
+
+// The loop the compiler vectorizes; bandwidth bound at this size.
+static void *add_slice_run(void *arg) {
+  add_slice *s = arg;
+  const float *restrict a = s->a;
+  const float *restrict b = s->b;
+  float *restrict c = s->c;
+  for (size_t i = s->begin; i < s->end; ++i) c[i] = a[i] + b[i];
+  return NULL;
+}
+
+static int add_run(limits *l) {
+  pthread_t tids[MAX_THREADS];
+  add_slice slices[MAX_THREADS];
+  const size_t chunk = (ADD_COUNT / (size_t)l->threads + 15) & ~(size_t)15;
+  for (int t = 0; t < l->threads; ++t) {
+    size_t begin = chunk * (size_t)t, end = begin + chunk;
+    slices[t] = (add_slice){l->a, l->b, l->c, begin < ADD_COUNT ? begin : ADD_COUNT,
+                            end < ADD_COUNT ? end : ADD_COUNT};
+  }
+  for (int t = 1; t < l->threads; ++t) {
+    if (pthread_create(&tids[t], NULL, add_slice_run, &slices[t]) != 0) return 0;
+  }
+  add_slice_run(&slices[0]);
+  for (int t = 1; t < l->threads; ++t) pthread_join(tids[t], NULL);
+  return 1;
+}
+
+// One sgemm or one add; 0 with |message| set on failure.
+static int limits_iterate(limits *l, int is_sgemm, char *message, size_t size) {
+  if (is_sgemm) {
+    const int64_t n = l->sgemm_n;
+    dnnl_status_t status = dnnl_sgemm('N', 'N', n, n, n, 1.0f, l->a, n, l->b, n, 0.0f, l->c, n);
+    if (status != dnnl_success) {
+      snprintf(message, size, "dnnl_sgemm: status %d", (int)status);
+      return 0;
+    }
+  } else if (!add_run(l)) {
+    snprintf(message, size, "add_16M: pthread_create failed");
+    return 0;
+  }
+  return 1;
+}
+
+static bench_result limits_run(void *user, const bench_request *request, double *out_samples,
+                               char *message, size_t size) {
+  limits *l = user;
+  const int is_sgemm = strcmp(request->workload, "sgemm") == 0;
+  const int is_add = strcmp(request->workload, "add_16M") == 0;
+  if (!is_sgemm && !is_add) {
+    snprintf(message, size, "no physical limit is measured for %s", request->workload);
+    return BENCH_NOT_YET;
+  }
+  const int64_t n = request->arg;
+  if (is_sgemm && (n < 1 || n > 16384)) {
+    snprintf(message, size, "sgemm: size %lld is out of range", (long long)n);
+    return BENCH_ERROR;
+  }
+  if (is_sgemm && l->sgemm_n != n) {
+    if (!buffers_alloc(l, (size_t)(n * n))) {
+      snprintf(message, size, "sgemm: out of memory for n = %lld", (long long)n);
+      return BENCH_ERROR;
+    }
+    l->sgemm_n = n;
+  } else if (is_add && !l->add_ready) {
+    if (!buffers_alloc(l, ADD_COUNT)) {
+      snprintf(message, size, "add_16M: out of memory");
+      return BENCH_ERROR;
+    }
+    l->add_ready = 1;
+  }
+  for (int32_t i = 0; i < request->warmup; ++i) {
+    if (!limits_iterate(l, is_sgemm, message, size)) return BENCH_ERROR;
+  }
+  for (int32_t s = 0; s < request->samples; ++s) {
+    double t0 = bench_now();
+    for (int64_t i = 0; i < request->inner; ++i) {
+      if (!limits_iterate(l, is_sgemm, message, size)) return BENCH_ERROR;
+    }
+    out_samples[s] = (bench_now() - t0) / (double)request->inner;
+  }
+  // One entry checked, so that a failed call is never reported as a peak.
+  if (is_sgemm) {
+    double want = 0.0;
+    for (int64_t k = 0; k < n; ++k) want += (double)l->a[k] * l->b[k * n];
+    double got = l->c[0], err = got > want ? got - want : want - got;
+    if (err > 1e-3 * (double)n) {
+      snprintf(message, size, "dnnl_sgemm: c[0][0] is %g, float64 reference %g", got, want);
+      return BENCH_ERROR;
+    }
+  } else if (l->c[ADD_COUNT - 1] != l->a[ADD_COUNT - 1] + l->b[ADD_COUNT - 1]) {
+    snprintf(message, size, "add_16M: wrong sum");
+    return BENCH_ERROR;
+  }
+  return BENCH_OK;
+}
+
+static void limits_info(void *user, FILE *out) {
+  limits *l = user;
+  const dnnl_version_t *v = dnnl_version();
+  char version[64];
+  snprintf(version, sizeof(version), "%d.%d.%d", v->major, v->minor, v->patch);
+  fputs("\"name\":\"limits\",\"version\":", out);
+  bench_json_string(out, version);
+  fputs(",\"onednn\":", out);
+  bench_json_string(out, version);
+  fputs(",\"onednn_hash\":", out);
+  bench_json_string(out, v->hash ? v->hash : "");
+  fprintf(out, ",\"onednn_cpu_runtime\":%u,\"stream_threads\":%d", v->cpu_runtime, l->threads);
+  const char *omp = getenv("OMP_NUM_THREADS");
+  fputs(",\"omp_num_threads\":", out);
+  bench_json_string(out, omp ? omp : "");
+}
+
+int main(void) {
+  const char *threads_text = getenv("TSR_BENCH_THREADS");
+  limits l;
+  memset(&l, 0, sizeof(l));
+  l.threads = threads_text != NULL && threads_text[0] != '\0' ? atoi(threads_text) : 2;
+  if (l.threads < 1 || l.threads > MAX_THREADS) {
+    fprintf(stderr, "tsr-bench-limits: TSR_BENCH_THREADS must be in 1..%d\n", MAX_THREADS);
+    return 2;
+  }
+  int rc = bench_serve(limits_run, limits_info, &l);
+  buffers_free(&l);
+  return rc;
+}
