@@ -12,6 +12,12 @@
 #include "runtime.h"
 #include "thread_pool.h"
 
+// During ABI 0.x a breaking change bumps the minor; plugins built against a
+// minor older than the last break are refused (docs/abi.md section 2.6).
+// (volatile: while the value is 0 the check is trivially false and gcc
+// would reject it under -Werror=type-limits.)
+static volatile const uint32_t tsr_abi_oldest_compatible_minor = 0;
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static tsr_plugin *loaded[TSR_MAX_PLUGINS];
 static int32_t loaded_count;
@@ -176,6 +182,13 @@ static tsr_status plugin_start(tsr_plugin *plugin) {
     return tsr_error_set(TSR_ABI_MISMATCH, "ABI mismatch: plugin built against %u.%u, core is %d.%d",
                          api->abi_major, api->abi_minor, TSR_ABI_VERSION_MAJOR,
                          TSR_ABI_VERSION_MINOR);
+  }
+  if (api->abi_minor < tsr_abi_oldest_compatible_minor) {
+    return tsr_error_set(TSR_ABI_MISMATCH,
+                         "ABI mismatch: plugin built against %u.%u, older than %d.%u, the oldest "
+                         "minor this core accepts",
+                         api->abi_major, api->abi_minor, TSR_ABI_VERSION_MAJOR,
+                         tsr_abi_oldest_compatible_minor);
   }
   const char *missing = missing_required(api);
   if (missing != NULL) {

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 # no mmap for large blocks (they come from the heap and are reused), and the
 # heap is trimmed only past 16 GiB. Without it, every large tensor PyTorch
 # frees is unmapped and the next one page-faults in again.
-KEEP_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
+# The top pad makes the heap grow in 1 GiB steps, so that it settles after a
+# couple of iterations instead of a dozen.
+KEEP_MEMORY = ("glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184:"
+               "glibc.malloc.top_pad=1073741824")
 
 # Thread variables a configuration sets explicitly; inherited values are
 # dropped so that one configuration never leaks into another.
@@ -34,7 +37,7 @@ class Config:
     name: str
     argv: list
     env: dict                       # variables set (None: removed)
-    notes: str = ""
+    threads: int = 1                # cores it computes on (for choosing finalists)
 
     def environment(self):
         env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
@@ -150,7 +153,7 @@ def _thread_configs(cores, blas_var, python_argv, extra_env=None, variants=None)
                 name = f"t{torch_threads}-{blas_var}{blas_threads}"
                 name += "-keepmem" if keep else ""
                 name += variant_name
-                configs.append(Config(name, list(python_argv), env))
+                configs.append(Config(name, list(python_argv), env, torch_threads))
     return configs
 
 
@@ -178,7 +181,7 @@ def _probe_python(python, module):
     return True, out.stdout.strip()
 
 
-def build(root, build_dir, venv_python, cores, quick, only=None):
+def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer=""):
     """The participants of this run, available or not (with the reason)."""
     bench = os.path.join(root, "bench")
     peers = os.path.join(bench, "peers")
@@ -189,7 +192,7 @@ def build(root, build_dir, venv_python, cores, quick, only=None):
     device = os.environ.get("TSR_DEVICE")
     tessera = Participant("tessera", "Tessera", "tessera", [
         Config(f"threads{t}", [worker], {"TSR_BENCH_THREADS": str(t),
-                                         "OMP_NUM_THREADS": str(t)})
+                                         "OMP_NUM_THREADS": str(t)}, t)
         for t in tessera_threads])
     if device:
         for c in tessera.configs:
@@ -234,6 +237,24 @@ def build(root, build_dir, venv_python, cores, quick, only=None):
         torch_debian.title = "PyTorch (Debian)"
     parts.append(torch_debian)
 
+    libtorch = Participant("libtorch", "libtorch (C++)", "peer", [])
+    if libtorch_peer and os.access(libtorch_peer, os.X_OK):
+        version = ""
+        try:
+            with open(os.path.join(os.path.dirname(libtorch_peer), "torch-version")) as f:
+                version = f.read().strip()
+        except OSError:
+            pass
+        libtorch.title = f"libtorch {version} (C++)".replace("  ", " ")
+        libtorch.configs = _thread_configs(cores, "mkl", [libtorch_peer])
+        if quick:
+            libtorch.configs = _quick_subset(libtorch.configs, cores, "mkl")
+    else:
+        libtorch.available = False
+        libtorch.reason = ("not built: it needs the PyPI torch and g++ (bench/run builds it)"
+                           if not libtorch_peer else f"{libtorch_peer} not found")
+    parts.append(libtorch)
+
     ok, message = _probe_python(python, "onnxruntime") if python else (False, "no venv (PyPI)")
     ort = Participant("onnxruntime", f"ONNX Runtime {message if ok else ''}".strip(), "peer", [])
     if ok:
@@ -242,7 +263,7 @@ def build(root, build_dir, venv_python, cores, quick, only=None):
                 ort.configs.append(Config(
                     f"intra{threads}-spin{spin}", [python, os.path.join(peers, "ort_peer.py")],
                     {"TSR_BENCH_ORT_THREADS": str(threads), "TSR_BENCH_ORT_SPINNING": spin,
-                     "OMP_NUM_THREADS": str(threads)}))
+                     "OMP_NUM_THREADS": str(threads)}, threads))
         if quick:
             ort.configs = ort.configs[:2]
     else:
@@ -252,7 +273,7 @@ def build(root, build_dir, venv_python, cores, quick, only=None):
     limits_bin = os.path.join(build_dir, "bin", "tsr-bench-limits")
     limits = Participant("limits", "physical limit", "limit", [
         Config(f"threads{cores}", [limits_bin], {"OMP_NUM_THREADS": str(cores),
-                                                 "TSR_BENCH_THREADS": str(cores)})])
+                                                 "TSR_BENCH_THREADS": str(cores)}, cores)])
     if not os.access(limits_bin, os.X_OK):
         limits.available, limits.reason = False, f"{limits_bin} not built (needs libdnnl-dev)"
     parts.append(limits)

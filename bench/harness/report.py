@@ -73,6 +73,8 @@ def terminal_table(run):
         lines.append(f"{row['title']}  [{row['unit']} per iteration]")
         for part in parts:
             result = row["results"].get(part["key"], {})
+            if result.get("status") in ("n/a", "unavailable"):
+                continue
             if result.get("status") == "ok":
                 extra = ""
                 if part["kind"] != "tessera" and tessera.get("status") == "ok":
@@ -117,8 +119,9 @@ def markdown(run, json_path, chart_path):
                  f"({'virtual machine' if m['cpu']['hypervisor'] else 'bare metal'}), "
                  f"ISA {' '.join(m['cpu']['isa'])}, {m['cpu']['memory_gib']} GiB, "
                  f"Linux {m['cpu']['kernel']}, {m['cpu']['glibc']}.")
-    lines.append(f"- Every participant ran on {run['cores']} cores: "
-                 f"{'pinned to CPUs ' + str(run['cpus']) if run.get('cpus') else 'all of them'}.")
+    lines.append(f"- Every participant ran on {run['cores']} cores"
+                 + (f", pinned to CPUs {run['cpus']}." if run.get("cpus")
+                    else " (all the machine has)."))
     lines.append(f"- Load: {_load_text(run)}.")
     commit = tessera_info.get("commit", "unknown")
     lines.append(f"- Tessera {tessera_info.get('version', '?')} at commit `{commit[:12]}`"
@@ -137,9 +140,6 @@ def markdown(run, json_path, chart_path):
         lines.append(f"- Physical limits: oneDNN {onednn} `dnnl_sgemm` called directly (fp32 "
                      f"matmul peak) and a C streaming loop `c[i] = a[i] + b[i]` (memory "
                      f"bandwidth, 12 bytes per element counted).")
-    for p in parts:
-        if p["key"] == "libtorch" and not p["available"]:
-            lines.append(f"- libtorch (C++) peer: {p['reason']}.")
     lines.append("")
     lines.append("Median time per iteration; ratio = peer time ÷ Tessera time (above 1: Tessera "
                  "is faster); for the physical limit, the percentage of it that Tessera reaches.")
@@ -213,46 +213,61 @@ def chart(run, path):
     except ImportError:
         return "matplotlib is not installed in the harness's Python"
     parts = [p for p in columns(run) if p["kind"] != "tessera"]
-    rows = run["rows"]
-    fig_h = 0.55 * len(rows) * max(1, len(parts)) / 2 + 1.8
-    fig, ax = plt.subplots(figsize=(9, fig_h))
-    colors = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#c44e52"]
-    bar_h = 0.8 / max(1, len(parts))
-    ratios_seen = []
-    for i, row in enumerate(rows):
+    colors = {p["key"]: c for p, c in zip(parts, ["#4c72b0", "#dd8452", "#55a868", "#8172b3",
+                                                  "#937860", "#c44e52", "#64b5cd"])}
+    # One slot per bar, one per row without bars; rows top to bottom.
+    slots = []  # (row index, part or None)
+    for i, row in enumerate(run["rows"]):
         tessera = row["results"].get("tessera", {})
-        y0 = len(rows) - 1 - i
-        if tessera.get("status") != "ok":
-            ax.text(1.0, y0, f"  not yet in Tessera ({row['title']})", va="center",
-                    fontsize=8, color="#777777")
-            continue
-        for j, p in enumerate(parts):
-            r = row["results"].get(p["key"], {})
-            if r.get("status") != "ok":
-                continue
-            ratio = r["median_s"] / tessera["median_s"]
+        bars = [p for p in parts if tessera.get("status") == "ok" and
+                row["results"].get(p["key"], {}).get("status") == "ok"]
+        slots += [(i, p) for p in bars] or [(i, None)]
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(slots) + 0.5 * len(run["rows"]) + 1.5))
+    y, ticks, labels, ratios_seen, used = 0.0, [], [], [], set()
+    last_row = None
+    for i, p in slots:
+        row = run["rows"][i]
+        if i != last_row:
+            if last_row is not None:
+                y -= 0.6  # gap between workloads
+            start_y, last_row = y, i
+            ticks.append(None)
+            labels.append(row["title"])
+        if p is None:
+            tessera = row["results"].get("tessera", {})
+            text = ("not yet in Tessera" if tessera.get("status") == "not_yet"
+                    else f"Tessera: {tessera.get('status', 'no result')}")
+            ax.text(1.0, y, "  " + text, va="center", fontsize=8, color="#777777")
+        else:
+            r = row["results"][p["key"]]
+            ratio = r["median_s"] / row["results"]["tessera"]["median_s"]
             ratios_seen.append(ratio)
-            y = y0 + 0.4 - bar_h * (j + 0.5)
-            ax.barh(y, ratio, height=bar_h * 0.9, left=0, color=colors[j % len(colors)],
-                    label=p["title"] if i == 0 or p["title"] not in
-                    ax.get_legend_handles_labels()[1] else None)
+            ax.barh(y, ratio, height=0.8, color=colors[p["key"]],
+                    label=None if p["key"] in used else p["title"])
+            used.add(p["key"])
             ax.text(ratio, y, f" {ratio:.2f}", va="center", fontsize=7)
+        ticks[-1] = (start_y + y) / 2
+        y -= 1.0
     ax.set_xscale("log")
     lo = min(ratios_seen + [0.5]) / 1.5
     hi = max(ratios_seen + [2.0]) * 2.5
     ax.set_xlim(lo, hi)
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([r["title"] for r in reversed(rows)])
+    ax.set_ylim(y + 0.4, 0.6)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels)
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("peer time ÷ Tessera time (log scale; right of 1: Tessera faster; "
                   "for the limit: the fraction of it Tessera reaches)", fontsize=8)
     tinfo = run["versions"].get("tessera", {})
     ax.set_title(f"Tessera ({tinfo.get('device', '?')}) vs peers, {run['cores']} cores, "
                  f"{run['machine']['cpu']['model']}\nrun {run['run_id']}, load average "
                  f"{run['machine']['loadavg_start'][0]:.2f}", fontsize=9)
-    handles, labels = ax.get_legend_handles_labels()
-    uniq = dict(zip(labels, handles))
-    ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     tmp = path + ".tmp"
     fig.savefig(tmp, dpi=110, format="png")

@@ -56,8 +56,8 @@ ROWS = [
     _sgemm(2048, Batch(1, 3, 1), Batch(1, 2, 1), Batch(0, 1, 1)),
     Row("add_16M", "add_16M", 0, "add_16M",
         "c = a + b over 16M floats (3 x 64 MiB), result allocated by the op", "ms", 1e3,
-        bytes=12.0 * 16 * 1024 * 1024, full=Batch(1, 5, 1), quick=Batch(1, 3, 1),
-        tune=Batch(1, 3, 1)),
+        bytes=12.0 * 16 * 1024 * 1024, full=Batch(3, 5, 1), quick=Batch(2, 3, 1),
+        tune=Batch(2, 3, 1)),
     Row("conv", "conv", 0, "conv",
         "conv2d forward + backward of the CNN's two layers at batch 64 (no input gradient "
         "for layer 1)", "ms", 1e3, flops=2 * (64 * 32 * 26 * 26 * 9 * 2 +

@@ -161,7 +161,7 @@ void tsr_oracle_cast_int(int64_t x, tsr_dtype_t dtype, double *out_v, int64_t *o
       // falls on a value double holds exactly (narrow ulps are large powers
       // of two), so only the exact tie needs the remainder.
       double lo = (double)(exact - (long double)hi);
-      if (lo != 0 && fabs(hi - rounded) == tsr_oracle_ulp(rounded, dtype) / 2) {
+      if (lo != 0 && isfinite(rounded) && fabs(hi - rounded) == tsr_oracle_ulp(rounded, dtype) / 2) {
         double away = rounded + copysign(tsr_oracle_ulp(rounded, dtype), hi - rounded);
         if ((lo > 0) == (hi > rounded)) rounded = tsr_oracle_round(away, dtype);
       }

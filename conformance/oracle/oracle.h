@@ -57,6 +57,16 @@ void tsr_oracle_tensor_set(tsr_oracle_tensor *t, int64_t i, double v, int64_t iv
 // Row-major linear index of |index| (rank entries) in |t|.
 int64_t tsr_oracle_tensor_offset(const tsr_oracle_tensor *t, const int64_t *index);
 
+// Decomposes the row-major linear index |i| of a tensor of |rank| |sizes|.
+static inline void tsr_oracle_unravel(int64_t i, int32_t rank, const int64_t *sizes,
+                                      int64_t *index) {
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    int64_t s = sizes[d] > 0 ? sizes[d] : 1;
+    index[d] = i % s;
+    i /= s;
+  }
+}
+
 // One evaluation: the op, its attribute struct (complete, defaults already
 // applied: never NULL for an op that has attributes), inputs and outputs.
 // Outputs arrive shaped, allocated, and, where the op reads them

@@ -37,16 +37,6 @@ static inline double tsr_oracle_attr(double x, tsr_dtype_t dtype) {
   return tsr_oracle_round(x, tsr_oracle_compute_dtype(dtype));
 }
 
-// Decomposes the row-major linear index |i| of a tensor of |rank| |sizes|.
-static inline void tsr_oracle_unravel(int64_t i, int32_t rank, const int64_t *sizes,
-                                      int64_t *index) {
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    int64_t s = sizes[d] > 0 ? sizes[d] : 1;
-    index[d] = i % s;
-    i /= s;
-  }
-}
-
 // A compensated (Neumaier) float64 sum: the oracle's sums are accurate to a
 // few ulps of the result whatever their length, so a float64 plugin is
 // compared with something much better than its own naive sum. Infinities and

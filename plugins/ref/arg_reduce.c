@@ -1,6 +1,7 @@
 // ARG_REDUCE: index of the first maximum or minimum along one axis.
 #include <string.h>
 
+#include "half.h"
 #include "host.h"
 #include "plan.h"
 #include "signature.h"
@@ -11,13 +12,13 @@
 // CMP is > for argmax, < for argmin: strict, so ties keep the first index.
 // A NaN ranks beyond every number and the first NaN wins, so the scan ends
 // at it.
-#define TSR_REF_ARG_SCAN_FLOAT(name, T, CMP)                                   \
+#define TSR_REF_ARG_SCAN_FLOAT_CVT(name, T, C, LOAD, CMP)                \
   static int64_t name(const char *x, int64_t n, int64_t stride) {              \
-    T best = *(const T *)x;                                                    \
+    C best = LOAD(*(const T *)x);                                              \
     if (best != best) return 0;                                                \
     int64_t index = 0;                                                         \
     for (int64_t i = 1; i < n; ++i) {                                          \
-      T v = *(const T *)(x + i * stride);                                      \
+      C v = LOAD(*(const T *)(x + i * stride));                                \
       if (v != v) return i;                                                    \
       if (v CMP best) {                                                        \
         best = v;                                                              \
@@ -26,6 +27,9 @@
     }                                                                          \
     return index;                                                              \
   }
+#define TSR_REF_LOAD_SAME(v) (v)
+#define TSR_REF_ARG_SCAN_FLOAT(name, T, CMP) \
+  TSR_REF_ARG_SCAN_FLOAT_CVT(name, T, T, TSR_REF_LOAD_SAME, CMP)
 
 #define TSR_REF_ARG_SCAN_INT(name, T, CMP)                                     \
   static int64_t name(const char *x, int64_t n, int64_t stride) {              \
@@ -49,6 +53,11 @@ TSR_REF_ARG_SCAN_FLOAT(argmin_f32, float, <)
 TSR_REF_ARG_SCAN_FLOAT(argmin_f64, double, <)
 TSR_REF_ARG_SCAN_INT(argmin_i32, int32_t, <)
 TSR_REF_ARG_SCAN_INT(argmin_i64, int64_t, <)
+// The half types compare in float32 (exact).
+TSR_REF_ARG_SCAN_FLOAT_CVT(argmax_bf16, uint16_t, float, tsr_ref_bf16_to_f32, >)
+TSR_REF_ARG_SCAN_FLOAT_CVT(argmin_bf16, uint16_t, float, tsr_ref_bf16_to_f32, <)
+TSR_REF_ARG_SCAN_FLOAT_CVT(argmax_f16, uint16_t, float, tsr_ref_f16_to_f32, >)
+TSR_REF_ARG_SCAN_FLOAT_CVT(argmin_f16, uint16_t, float, tsr_ref_f16_to_f32, <)
 
 typedef struct tsr_ref_arg_reduce_job {
   const tsr_ref_arg_reduce_plan *r;
@@ -136,12 +145,12 @@ tsr_status tsr_ref_arg_reduce_plan_init(const tsr_op_signature *signature,
   memset(r, 0, sizeof(*r));
   tsr_ref_reduce_shape_init(&r->shape, x->rank, x->sizes, x->strides, x->elem_size, out->strides,
                             out->elem_size, 1u << attrs->axis);
-  static const tsr_ref_arg_scan_fn scans[2][4] = {
-      {argmax_f32, argmax_f64, argmax_i32, argmax_i64},
-      {argmin_f32, argmin_f64, argmin_i32, argmin_i64},
+  // Rows: fn; columns: dtype (bool is refused above).
+  static const tsr_ref_arg_scan_fn scans[2][TSR_DTYPE_COUNT] = {
+      {argmax_f32, argmax_f64, argmax_bf16, argmax_f16, argmax_i32, argmax_i64, NULL},
+      {argmin_f32, argmin_f64, argmin_bf16, argmin_f16, argmin_i32, argmin_i64, NULL},
   };
-  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, -1};
-  r->scan = scans[attrs->fn][slots[x->dtype]];
+  r->scan = scans[attrs->fn][x->dtype];
   plan->execute = tsr_ref_arg_reduce_execute;
   plan->engine = "ref:arg-reduce";
   return TSR_OK;

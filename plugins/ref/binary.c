@@ -11,19 +11,26 @@
 #define TSR_REF_MAX(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
 #define TSR_REF_MIN(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 
-#define TSR_REF_BINARY_FLOAT_LOOPS(S, T, F, A)                                                  \
-  TSR_REF_EW_LOOPS_2(add_##S, T, T, T, a + b)                                                  \
-  TSR_REF_EW_LOOPS_2(add_alpha_##S, T, T, T, a + p->A * b)                                     \
-  TSR_REF_EW_LOOPS_2(sub_##S, T, T, T, a - b)                                                  \
-  TSR_REF_EW_LOOPS_2(sub_alpha_##S, T, T, T, a - p->A * b)                                     \
-  TSR_REF_EW_LOOPS_2(mul_##S, T, T, T, a * b)                                                  \
-  TSR_REF_EW_LOOPS_2(div_##S, T, T, T, a / b)                                                  \
-  TSR_REF_EW_LOOPS_2(maximum_##S, T, T, T, TSR_REF_MAX(a, b))                                  \
-  TSR_REF_EW_LOOPS_2(minimum_##S, T, T, T, TSR_REF_MIN(a, b))                                  \
-  TSR_REF_EW_LOOPS_2(pow_##S, T, T, T, pow##F(a, b))
+// Kernels of one float dtype: N names it; T and F are the type it computes
+// in and libm's suffix (the half types compute in float32), A the params
+// field holding alpha in T, L(name, EXPR) the loop macro for the dtype.
+#define TSR_REF_BINARY_FLOAT_LOOPS(N, T, F, A, L)                                                  \
+  L(add_##N, a + b)                                                  \
+  L(add_alpha_##N, a + p->A * b)                                     \
+  L(sub_##N, a - b)                                                  \
+  L(sub_alpha_##N, a - p->A * b)                                     \
+  L(mul_##N, a * b)                                                  \
+  L(div_##N, a / b)                                                  \
+  L(maximum_##N, TSR_REF_MAX(a, b))                                  \
+  L(minimum_##N, TSR_REF_MIN(a, b))                                  \
+  L(pow_##N, pow##F(a, b))
 
-TSR_REF_BINARY_FLOAT_LOOPS(f32, float, f, alpha_f32)
-TSR_REF_BINARY_FLOAT_LOOPS(f64, double, , alpha_f64)
+#define TSR_REF_BINARY_F32(name, EXPR) TSR_REF_EW_LOOPS_2(name, float, float, float, EXPR)
+#define TSR_REF_BINARY_F64(name, EXPR) TSR_REF_EW_LOOPS_2(name, double, double, double, EXPR)
+TSR_REF_BINARY_FLOAT_LOOPS(f32, float, f, alpha_f32, TSR_REF_BINARY_F32)
+TSR_REF_BINARY_FLOAT_LOOPS(f64, double, , alpha_f64, TSR_REF_BINARY_F64)
+TSR_REF_BINARY_FLOAT_LOOPS(bf16, float, f, alpha_f32, TSR_REF_EW_LOOPS_2_BF16)
+TSR_REF_BINARY_FLOAT_LOOPS(f16, float, f, alpha_f32, TSR_REF_EW_LOOPS_2_F16)
 
 // Integer arithmetic wraps modulo 2^bits through the unsigned type U (signed
 // overflow would be undefined). Division truncates toward zero; x / 0 is 0;
@@ -49,15 +56,20 @@ TSR_REF_EW_LOOPS_2(logical_or_b8, uint8_t, uint8_t, uint8_t, (a != 0) | (b != 0)
 TSR_REF_EW_LOOPS_2(logical_xor_b8, uint8_t, uint8_t, uint8_t, (a != 0) ^ (b != 0))
 
 #define K(name) TSR_REF_EW_KERNEL_INIT(name)
-#define NUMBER(n) {K(n##_f32), K(n##_f64), K(n##_i32), K(n##_i64), {0}}
-#define FLOAT_ONLY(n) {K(n##_f32), K(n##_f64), {0}, {0}, {0}}
-#define BOOL_ONLY(n) {{0}, {0}, {0}, {0}, K(n##_b8)}
+// Kernels indexed by dtype.
+#define FLOAT_ONLY(n)                                                                      \
+  {[TSR_FLOAT32] = K(n##_f32), [TSR_FLOAT64] = K(n##_f64), [TSR_BFLOAT16] = K(n##_bf16),   \
+   [TSR_FLOAT16] = K(n##_f16)}
+#define NUMBER(n)                                                                          \
+  {[TSR_FLOAT32] = K(n##_f32), [TSR_FLOAT64] = K(n##_f64), [TSR_BFLOAT16] = K(n##_bf16),   \
+   [TSR_FLOAT16] = K(n##_f16), [TSR_INT32] = K(n##_i32), [TSR_INT64] = K(n##_i64)}
+#define BOOL_ONLY(n) {[TSR_BOOL] = K(n##_b8)}
 
 typedef struct tsr_ref_binary_fn_info {
   const char *name;
   const char *dtypes;
-  tsr_ref_ew_kernel kernels[5];        // float32, float64, int32, int64, bool
-  tsr_ref_ew_kernel alpha_kernels[5];  // ADD and SUB when alpha != 1
+  tsr_ref_ew_kernel kernels[TSR_DTYPE_COUNT];        // indexed by dtype
+  tsr_ref_ew_kernel alpha_kernels[TSR_DTYPE_COUNT];  // ADD and SUB when alpha != 1
 } tsr_ref_binary_fn_info;
 
 static const tsr_ref_binary_fn_info k_binary_fns[TSR_BINARY_FN_COUNT] = {
@@ -77,11 +89,6 @@ static const tsr_ref_binary_fn_info k_binary_fns[TSR_BINARY_FN_COUNT] = {
 #undef NUMBER
 #undef FLOAT_ONLY
 #undef BOOL_ONLY
-
-static int tsr_ref_binary_slot(tsr_dtype_t dtype) {
-  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, 4};
-  return slots[dtype];
-}
 
 tsr_status tsr_ref_binary_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
   static const char *const names[] = {"a", "b", "out"};
@@ -107,7 +114,7 @@ tsr_status tsr_ref_binary_plan_init(const tsr_op_signature *signature, tsr_plugi
   if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
   if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 1);
   if (status != TSR_OK) return status;
-  int slot = tsr_ref_binary_slot(out->dtype);
+  const int slot = out->dtype;
   if (out->dtype == TSR_BOOL && info->kernels[slot].contiguous == NULL) {
     // The catalogue is silent on arithmetic over bool; ref does not guess.
     return tsr_ref_error_set(TSR_UNSUPPORTED,

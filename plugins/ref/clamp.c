@@ -20,6 +20,9 @@
 
 TSR_REF_CLAMP_FLOAT(f32, float, lo_f32, hi_f32)
 TSR_REF_CLAMP_FLOAT(f64, double, lo_f64, hi_f64)
+// The half types clamp in float32 against bounds already rounded to them.
+TSR_REF_EW_LOOPS_1_BF16(clamp_bf16, tsr_ref_clamp_f32(x, p->lo_f32, p->hi_f32))
+TSR_REF_EW_LOOPS_1_F16(clamp_f16, tsr_ref_clamp_f32(x, p->lo_f32, p->hi_f32))
 
 #define TSR_REF_CLAMP_INT(S, T)                                               \
   static inline T tsr_ref_clamp_##S(T x, T lo, T hi) {                        \
@@ -58,6 +61,14 @@ tsr_status tsr_ref_clamp_plan_init(const tsr_op_signature *signature, tsr_plugin
   params.hi_f64 = has_hi ? bounds.max : INFINITY;
   params.lo_f32 = (float)params.lo_f64;
   params.hi_f32 = (float)params.hi_f64;
+  // Bounds reach the half types rounded to them as CAST rounds a float64.
+  if (x->dtype == TSR_BFLOAT16) {
+    params.lo_f32 = tsr_ref_bf16_to_f32(tsr_ref_f64_to_bf16(params.lo_f64));
+    params.hi_f32 = tsr_ref_bf16_to_f32(tsr_ref_f64_to_bf16(params.hi_f64));
+  } else if (x->dtype == TSR_FLOAT16) {
+    params.lo_f32 = tsr_ref_f16_to_f32(tsr_ref_f64_to_f16(params.lo_f64));
+    params.hi_f32 = tsr_ref_f16_to_f32(tsr_ref_f64_to_f16(params.hi_f64));
+  }
   // Bounds reach int dtypes converted as CAST converts a float64.
   if (x->dtype == TSR_INT32) {
     params.lo_i64 = has_lo ? tsr_ref_f64_to_i32(bounds.min) : INT32_MIN;
@@ -70,6 +81,8 @@ tsr_status tsr_ref_clamp_plan_init(const tsr_op_signature *signature, tsr_plugin
   switch (x->dtype) {
     case TSR_FLOAT32: kernel = TSR_REF_EW_KERNEL(clamp_f32); break;
     case TSR_FLOAT64: kernel = TSR_REF_EW_KERNEL(clamp_f64); break;
+    case TSR_BFLOAT16: kernel = TSR_REF_EW_KERNEL(clamp_bf16); break;
+    case TSR_FLOAT16: kernel = TSR_REF_EW_KERNEL(clamp_f16); break;
     case TSR_INT32: kernel = TSR_REF_EW_KERNEL(clamp_i32); break;
     default: kernel = TSR_REF_EW_KERNEL(clamp_i64); break;
   }

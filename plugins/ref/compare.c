@@ -13,17 +13,35 @@
   TSR_REF_EW_LOOPS_2(gt_##S, uint8_t, T, T, a > b)                          \
   TSR_REF_EW_LOOPS_2(ge_##S, uint8_t, T, T, a >= b)
 
+// The half types compare in float32 (exact: widening loses nothing).
+#define TSR_REF_COMPARE_HALF_LOOPS(S, LOAD)                                                   \
+  TSR_REF_EW_LOOPS_2_CVT(eq_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a == b)                                                         \
+  TSR_REF_EW_LOOPS_2_CVT(ne_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a != b)                                                         \
+  TSR_REF_EW_LOOPS_2_CVT(lt_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a < b)                                                          \
+  TSR_REF_EW_LOOPS_2_CVT(le_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a <= b)                                                         \
+  TSR_REF_EW_LOOPS_2_CVT(gt_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a > b)                                                          \
+  TSR_REF_EW_LOOPS_2_CVT(ge_##S, uint8_t, TSR_REF_STORE_CAST, uint16_t, float, uint16_t, float, \
+                         LOAD, a >= b)
+
 TSR_REF_COMPARE_LOOPS(f32, float)
 TSR_REF_COMPARE_LOOPS(f64, double)
 TSR_REF_COMPARE_LOOPS(i32, int32_t)
 TSR_REF_COMPARE_LOOPS(i64, int64_t)
 TSR_REF_COMPARE_LOOPS(b8, uint8_t)
+TSR_REF_COMPARE_HALF_LOOPS(bf16, TSR_REF_LOAD_BF16)
+TSR_REF_COMPARE_HALF_LOOPS(f16, TSR_REF_LOAD_F16)
 
 #define K(name) TSR_REF_EW_KERNEL_INIT(name)
-#define ALL(n) {K(n##_f32), K(n##_f64), K(n##_i32), K(n##_i64), K(n##_b8)}
+#define ALL(n)                                                                           \
+  {K(n##_f32), K(n##_f64), K(n##_bf16), K(n##_f16), K(n##_i32), K(n##_i64), K(n##_b8)}
 
-// Rows: fn; columns: float32, float64, int32, int64, bool.
-static const tsr_ref_ew_kernel k_compare_kernels[TSR_COMPARE_FN_COUNT][5] = {
+// Rows: fn; columns: dtype.
+static const tsr_ref_ew_kernel k_compare_kernels[TSR_COMPARE_FN_COUNT][TSR_DTYPE_COUNT] = {
     [TSR_COMPARE_EQ] = ALL(eq), [TSR_COMPARE_NE] = ALL(ne), [TSR_COMPARE_LT] = ALL(lt),
     [TSR_COMPARE_LE] = ALL(le), [TSR_COMPARE_GT] = ALL(gt), [TSR_COMPARE_GE] = ALL(ge),
 };
@@ -54,8 +72,7 @@ tsr_status tsr_ref_compare_plan_init(const tsr_op_signature *signature, tsr_plug
   if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
   if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
   if (status != TSR_OK) return status;
-  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, 4};
-  tsr_ref_ew_plan_from_operands(plan, k_compare_kernels[attrs->fn][slots[a->dtype]],
+  tsr_ref_ew_plan_from_operands(plan, k_compare_kernels[attrs->fn][a->dtype],
                                 TSR_REF_EW_CHEAP);
   return TSR_OK;
 }

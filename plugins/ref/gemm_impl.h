@@ -1,11 +1,19 @@
 // The blocked GEMM, written once for float and double. Included only by
-// gemm_f32.c and gemm_f64.c, each defining first:
-//   TSR_REF_GEMM_T          the element type
+// gemm_f32.c, gemm_f64.c, gemm_bf16.c and gemm_f16.c, each defining first:
+//   TSR_REF_GEMM_T          the type the GEMM computes and packs in
 //   TSR_REF_GEMM_ELEM_BYTES sizeof(TSR_REF_GEMM_T), for the preprocessor
 //   TSR_REF_GEMM_TAG        f32 or f64 (names the math_fns.h helpers)
 //   TSR_REF_GEMM_TANH       tanhf or tanh
 //   TSR_REF_GEMM_EXECUTE    the name of the execute function to define
 //   TSR_REF_GEMM_GEOMETRY   the name of the geometry constant to define
+//                           (optional: the half types use float32's)
+// and, when the operands are stored in another type (bfloat16, float16):
+//   TSR_REF_GEMM_S          the stored type of a, b, bias and out
+//   TSR_REF_GEMM_LOAD(v)    a stored element as TSR_REF_GEMM_T
+//   TSR_REF_GEMM_STORE(v)   a TSR_REF_GEMM_T as a stored element
+// A converting GEMM widens A and B while packing them, computes and
+// accumulates in T, and converts once per element of C, in the epilogue: its
+// plan gives it one depth panel (kc = K), so C is never a partial sum.
 //
 // Structure (Goto/BLIS): for each column panel of B (nc wide) and depth
 // panel (kc deep), B is packed into nr-wide slivers; for each block of A (mc
@@ -28,6 +36,17 @@
 #include "tessera/ops.h"
 
 typedef TSR_REF_GEMM_T T;
+#ifdef TSR_REF_GEMM_S
+#define TSR_REF_GEMM_CONVERTS 1
+typedef TSR_REF_GEMM_S S;
+#else
+#define TSR_REF_GEMM_CONVERTS 0
+typedef T S;
+#define TSR_REF_GEMM_LOAD(v) (v)
+#define TSR_REF_GEMM_STORE(v) (v)
+#endif
+#define LOAD(v) TSR_REF_GEMM_LOAD(v)
+#define STORE(v) TSR_REF_GEMM_STORE(v)
 
 #define TSR_REF_GEMM_CAT_(a, b) a##b
 #define TSR_REF_GEMM_CAT(a, b) TSR_REF_GEMM_CAT_(a, b)
@@ -77,9 +96,11 @@ typedef TSR_REF_GEMM_T T;
 #define TSR_REF_UNROLL_FULL
 #endif
 
+#ifdef TSR_REF_GEMM_GEOMETRY
 const tsr_ref_gemm_geometry TSR_REF_GEMM_GEOMETRY = {
     TSR_REF_MR, TSR_REF_NR, TSR_REF_KC, TSR_REF_MC_MAX, TSR_REF_NC_MAX,
 };
+#endif
 
 // c[MR x NR] (row-major) = a-sliver (kc x MR) times b-sliver (kc x NR).
 // Bound by FMA throughput: 2 * MR * NV FMAs per k against 2 loads and MR
@@ -120,6 +141,7 @@ static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T
   }
 }
 
+#if !TSR_REF_GEMM_CONVERTS
 // The same multiply folded into a full tile of C (rows |rs| apart, unit
 // columns) straight from the registers, as |mode| says.
 static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
@@ -139,6 +161,7 @@ static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restri
     }
   }
 }
+#endif
 #else
 static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c) {
   for (int i = 0; i < TSR_REF_MR * TSR_REF_NR; ++i) c[i] = 0;
@@ -149,6 +172,7 @@ static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T
   }
 }
 
+#if !TSR_REF_GEMM_CONVERTS
 static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
                                 T *restrict c, int64_t rs, T alpha, T beta, int mode) {
   T tile[TSR_REF_MR * TSR_REF_NR];
@@ -164,26 +188,27 @@ static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restri
   }
 }
 #endif
+#endif
 
 // Packs rows [0, mc) and columns [0, kc) of A (element (i, p) at
 // a[i * rs + p * cs]) into MR-row slivers, each kc x MR, zero-padded.
-static void pack_a(const T *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T *restrict dst) {
+static void pack_a(const S *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T *restrict dst) {
   for (int64_t ir = 0; ir < mc; ir += TSR_REF_MR) {
     const int64_t mr = mc - ir < TSR_REF_MR ? mc - ir : TSR_REF_MR;
-    const T *src = a + ir * rs;
+    const S *src = a + ir * rs;
     if (mr == TSR_REF_MR && rs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
-        for (int i = 0; i < TSR_REF_MR; ++i) dst[p * TSR_REF_MR + i] = src[p * cs + i];
+        for (int i = 0; i < TSR_REF_MR; ++i) dst[p * TSR_REF_MR + i] = LOAD(src[p * cs + i]);
       }
     } else if (mr == TSR_REF_MR) {
       for (int i = 0; i < TSR_REF_MR; ++i) {
-        const T *row = src + i * rs;
-        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_MR + i] = row[p * cs];
+        const S *row = src + i * rs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_MR + i] = LOAD(row[p * cs]);
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         for (int i = 0; i < TSR_REF_MR; ++i) {
-          dst[p * TSR_REF_MR + i] = i < mr ? src[i * rs + p * cs] : (T)0;
+          dst[p * TSR_REF_MR + i] = i < mr ? LOAD(src[i * rs + p * cs]) : (T)0;
         }
       }
     }
@@ -193,21 +218,27 @@ static void pack_a(const T *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T
 
 // Packs rows [0, kc) and columns [0, nc) of B (element (p, j) at
 // b[p * rs + j * cs]) into NR-column slivers, each kc x NR, zero-padded.
-static void pack_b(const T *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc, T *restrict dst) {
+static void pack_b(const S *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc, T *restrict dst) {
   for (int64_t jr = 0; jr < nc; jr += TSR_REF_NR) {
     const int64_t nr = nc - jr < TSR_REF_NR ? nc - jr : TSR_REF_NR;
-    const T *src = b + jr * cs;
+    const S *src = b + jr * cs;
     if (nr == TSR_REF_NR && cs == 1) {
+#if TSR_REF_GEMM_CONVERTS
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int j = 0; j < TSR_REF_NR; ++j) dst[p * TSR_REF_NR + j] = LOAD(src[p * rs + j]);
+      }
+#else
       for (int64_t p = 0; p < kc; ++p) memcpy(dst + p * TSR_REF_NR, src + p * rs, sizeof(T) * TSR_REF_NR);
+#endif
     } else if (nr == TSR_REF_NR) {
       for (int j = 0; j < TSR_REF_NR; ++j) {
-        const T *col = src + j * cs;
-        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_NR + j] = col[p * rs];
+        const S *col = src + j * cs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * TSR_REF_NR + j] = LOAD(col[p * rs]);
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         for (int j = 0; j < TSR_REF_NR; ++j) {
-          dst[p * TSR_REF_NR + j] = j < nr ? src[p * rs + j * cs] : (T)0;
+          dst[p * TSR_REF_NR + j] = j < nr ? LOAD(src[p * rs + j * cs]) : (T)0;
         }
       }
     }
@@ -228,42 +259,43 @@ static inline T activation_apply(int32_t activation, T v) {
 
 // Where one batch item's matrices start.
 typedef struct gemm_item {
-  const T *a;
-  const T *b;
-  const T *bias;  // NULL without bias
-  T *c;
+  const S *a;
+  const S *b;
+  const S *bias;  // NULL without bias
+  S *c;
 } gemm_item;
 
 // Folds an m x n tile (row-major, NR apart) into C, for tiles the register
 // path does not take (matrix edges, strided C): the first depth panel
 // applies alpha and beta * C (C is not read when beta is 0), later panels
 // add alpha * tile, and the last adds bias and applies the activation.
-static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, T *c,
-                       const T *bias, int64_t m, int64_t n, int first, int last) {
+static void tile_store(const tsr_ref_matmul_plan *mm, const T *restrict tile, S *c,
+                       const S *bias, int64_t m, int64_t n, int first, int last) {
   const T alpha = (T)mm->alpha, beta = (T)mm->beta;
   const int64_t rs = mm->c_rs, cs = mm->c_cs;
   const int32_t activation = last ? mm->activation : TSR_ACTIVATION_NONE;
   if (!last) bias = NULL;
   for (int64_t i = 0; i < m; ++i) {
-    T *crow = c + i * rs;
+    S *crow = c + i * rs;
     const T *trow = tile + i * TSR_REF_NR;
     for (int64_t j = 0; j < n; ++j) {
       T v;
       if (!first) {
-        v = crow[j * cs] + alpha * trow[j];
+        v = LOAD(crow[j * cs]) + alpha * trow[j];
       } else if (beta != 0) {
-        v = alpha * trow[j] + beta * crow[j * cs];
+        v = alpha * trow[j] + beta * LOAD(crow[j * cs]);
       } else {
         v = alpha * trow[j];
       }
-      if (bias != NULL) v += bias[i * mm->bias_rs + j * mm->bias_cs];
-      crow[j * cs] = activation_apply(activation, v);
+      if (bias != NULL) v += LOAD(bias[i * mm->bias_rs + j * mm->bias_cs]);
+      crow[j * cs] = STORE(activation_apply(activation, v));
     }
   }
 }
 
 // Adds bias and applies the activation to a full tile the register path
 // wrote (unit columns), while it is still in L1.
+#if !TSR_REF_GEMM_CONVERTS
 static void tile_finish(const tsr_ref_matmul_plan *mm, T *c, const T *bias) {
   for (int64_t i = 0; i < TSR_REF_MR; ++i) {
     T *crow = c + i * mm->c_rs;
@@ -276,29 +308,36 @@ static void tile_finish(const tsr_ref_matmul_plan *mm, T *c, const T *bias) {
     }
   }
 }
+#endif
 
 // Multiplies a packed A block (mc rows) by NR-slivers [jr_begin, jr_end) of a
 // packed B panel into C rows [0, mc) and columns [jr_begin, jr_end) * NR
 // (clipped to nc), relative to |c| and |bias| at the block's corner.
 static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, int64_t kc,
-                         const T *pa, const T *pb, T *c, const T *bias, int64_t sliver_begin,
+                         const T *pa, const T *pb, S *c, const S *bias, int64_t sliver_begin,
                          int64_t sliver_end, int first, int last) {
   _Alignas(64) T tile[TSR_REF_MR * TSR_REF_NR];
+#if !TSR_REF_GEMM_CONVERTS
   const int mode = !first ? TILE_ACCUMULATE : mm->beta != 0 ? TILE_SCALE : TILE_OVERWRITE;
   const int finish = last && (bias != NULL || mm->activation != TSR_ACTIVATION_NONE);
+#endif
   for (int64_t s = sliver_begin; s < sliver_end; ++s) {
     const int64_t j = s * TSR_REF_NR;
     const int64_t n = nc - j < TSR_REF_NR ? nc - j : TSR_REF_NR;
     const T *b_sliver = pb + s * kc * TSR_REF_NR;
     for (int64_t i = 0; i < mc; i += TSR_REF_MR) {
       const int64_t m = mc - i < TSR_REF_MR ? mc - i : TSR_REF_MR;
-      T *c_tile = c + i * mm->c_rs + j * mm->c_cs;
-      const T *tile_bias = bias != NULL ? bias + i * mm->bias_rs + j * mm->bias_cs : NULL;
+      S *c_tile = c + i * mm->c_rs + j * mm->c_cs;
+      const S *tile_bias = bias != NULL ? bias + i * mm->bias_rs + j * mm->bias_cs : NULL;
+#if !TSR_REF_GEMM_CONVERTS
+      // C of the compute type: full tiles go straight from the registers.
       if (m == TSR_REF_MR && n == TSR_REF_NR && mm->c_cs == 1) {
         micro_kernel_update(kc, pa + i * kc, b_sliver, c_tile, mm->c_rs, (T)mm->alpha,
                             (T)mm->beta, mode);
         if (finish) tile_finish(mm, c_tile, tile_bias);
-      } else {
+      } else
+#endif
+      {
         micro_kernel(kc, pa + i * kc, b_sliver, tile);
         tile_store(mm, tile, c_tile, tile_bias, m, n, first, last);
       }
@@ -331,7 +370,7 @@ static void panel_tasks_run(void *arg, int64_t begin, int64_t end, int32_t threa
     const int64_t s0 = slivers * chunk / mm->n_chunks, s1 = slivers * (chunk + 1) / mm->n_chunks;
     if (s0 == s1) continue;
     if (g->kc > 0) pack_a(g->item.a + i0 * mm->a_rs + g->p0 * mm->a_cs, mm->a_rs, mm->a_cs, mc, g->kc, pa);
-    const T *bias = g->item.bias != NULL ? g->item.bias + i0 * mm->bias_rs + g->j0 * mm->bias_cs : NULL;
+    const S *bias = g->item.bias != NULL ? g->item.bias + i0 * mm->bias_rs + g->j0 * mm->bias_cs : NULL;
     macro_kernel(mm, mc, g->nc, g->kc, pa, g->packed_b, g->item.c + i0 * mm->c_rs + g->j0 * mm->c_cs,
                  bias, s0, s1, g->first, g->last);
   }
@@ -439,22 +478,22 @@ static void naive_run(const tsr_ref_matmul_plan *mm, const gemm_item *item) {
   for (int64_t i = 0; i < mm->m; ++i) {
     for (int64_t j = 0; j < mm->n; ++j) {
       T sum = 0;
-      for (int64_t p = 0; p < mm->k; ++p) sum += item->a[i * mm->a_rs + p * mm->a_cs] * item->b[p * mm->b_rs + j * mm->b_cs];
-      T *cp = item->c + i * mm->c_rs + j * mm->c_cs;
+      for (int64_t p = 0; p < mm->k; ++p) sum += LOAD(item->a[i * mm->a_rs + p * mm->a_cs]) * LOAD(item->b[p * mm->b_rs + j * mm->b_cs]);
+      S *cp = item->c + i * mm->c_rs + j * mm->c_cs;
       T v = (T)mm->alpha * sum;
-      if (mm->beta != 0) v += (T)mm->beta * *cp;
-      if (item->bias != NULL) v += item->bias[i * mm->bias_rs + j * mm->bias_cs];
-      *cp = activation_apply(mm->activation, v);
+      if (mm->beta != 0) v += (T)mm->beta * LOAD(*cp);
+      if (item->bias != NULL) v += LOAD(item->bias[i * mm->bias_rs + j * mm->bias_cs]);
+      *cp = STORE(activation_apply(mm->activation, v));
     }
   }
 }
 
 tsr_status TSR_REF_GEMM_EXECUTE(const tsr_ref_matmul_plan *mm, char *const *ptrs, char *workspace) {
   gemm_item base = {
-      (const T *)ptrs[0],
-      (const T *)ptrs[1],
-      mm->has_bias ? (const T *)ptrs[2] : NULL,
-      (T *)ptrs[mm->has_bias ? 3 : 2],
+      (const S *)ptrs[0],
+      (const S *)ptrs[1],
+      mm->has_bias ? (const S *)ptrs[2] : NULL,
+      (S *)ptrs[mm->has_bias ? 3 : 2],
   };
   if (mm->m == 0 || mm->n == 0 || mm->batch_count == 0) return TSR_OK;
   int mode = mm->mode;

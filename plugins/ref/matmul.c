@@ -15,8 +15,12 @@
 static tsr_status tsr_ref_matmul_execute(const tsr_plugin_plan *plan, char *const *ptrs,
                                          char *workspace) {
   const tsr_ref_matmul_plan *mm = &plan->u.matmul;
-  if (mm->dtype == TSR_FLOAT32) return tsr_ref_gemm_f32_execute(mm, ptrs, workspace);
-  return tsr_ref_gemm_f64_execute(mm, ptrs, workspace);
+  switch (mm->dtype) {
+    case TSR_FLOAT32: return tsr_ref_gemm_f32_execute(mm, ptrs, workspace);
+    case TSR_FLOAT64: return tsr_ref_gemm_f64_execute(mm, ptrs, workspace);
+    case TSR_BFLOAT16: return tsr_ref_gemm_bf16_execute(mm, ptrs, workspace);
+    default: return tsr_ref_gemm_f16_execute(mm, ptrs, workspace);
+  }
 }
 
 static int64_t tsr_ref_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -103,9 +107,21 @@ static void tsr_ref_matmul_layout_set(tsr_ref_matmul_plan *mm, const tsr_plugin_
 
 // Chooses the mode and the blocking, and the workspace they need.
 static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
+  // The half types pack and compute in float32, with float32's geometry.
   const tsr_ref_gemm_geometry *g =
-      mm->dtype == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
-  const uint64_t elem = mm->dtype == TSR_FLOAT32 ? 4 : 8;
+      mm->dtype == TSR_FLOAT64 ? &tsr_ref_gemm_f64_geometry : &tsr_ref_gemm_f32_geometry;
+  const uint64_t elem = mm->dtype == TSR_FLOAT64 ? 8 : 4;
+  int64_t kc_max = g->kc, mc_max = g->mc_max, nc_max = g->nc_max;
+  if (mm->dtype == TSR_BFLOAT16 || mm->dtype == TSR_FLOAT16) {
+    // One depth panel, so every element of C is summed whole in float32 and
+    // rounded once. A and B panels then grow with K: shrink mc and nc to
+    // keep them within 4x float32's (a speed trade-off only).
+    kc_max = mm->k > 0 ? mm->k : 1;
+    const int64_t mc_fit = g->mc_max * g->kc * 4 / kc_max / g->mr * g->mr;
+    const int64_t nc_fit = g->nc_max * g->kc * 4 / kc_max / g->nr * g->nr;
+    mc_max = mc_fit < g->mr ? g->mr : mc_fit > g->mc_max ? g->mc_max : mc_fit;
+    nc_max = nc_fit < g->nr ? g->nr : nc_fit > g->nc_max ? g->nc_max : nc_fit;
+  }
   const double macs = (double)mm->m * (double)mm->n * (double)mm->k;
   const int32_t threads = tsr_ref_thread_count_get();
   const double flops = 2.0 * macs * (double)mm->batch_count;
@@ -125,10 +141,10 @@ static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
   } else {
     mm->mode = TSR_REF_MATMUL_SPLIT;
   }
-  mm->kc = mm->k < g->kc ? mm->k : g->kc;
+  mm->kc = mm->k < kc_max ? mm->k : kc_max;
   mm->nc = tsr_ref_round_up(mm->n, g->nr);
-  if (mm->nc > g->nc_max) mm->nc = g->nc_max;
-  int64_t m_blocks = tsr_ref_div_up(mm->m, g->mc_max);
+  if (mm->nc > nc_max) mm->nc = nc_max;
+  int64_t m_blocks = tsr_ref_div_up(mm->m, mc_max);
   mm->n_chunks = 1;
   if (mm->mode == TSR_REF_MATMUL_SPLIT) {
     // Enough (A block, column chunk) tasks for every thread, in a multiple

@@ -60,5 +60,11 @@ tsr_status tsr_ref_gemm_f32_execute(const tsr_ref_matmul_plan *mm, char *const *
                                     char *workspace);
 tsr_status tsr_ref_gemm_f64_execute(const tsr_ref_matmul_plan *mm, char *const *ptrs,
                                     char *workspace);
+// bfloat16 and float16 operands, computed in float32 with float32's geometry;
+// the plan must hold one depth panel (kc >= k).
+tsr_status tsr_ref_gemm_bf16_execute(const tsr_ref_matmul_plan *mm, char *const *ptrs,
+                                     char *workspace);
+tsr_status tsr_ref_gemm_f16_execute(const tsr_ref_matmul_plan *mm, char *const *ptrs,
+                                    char *workspace);
 
 #endif  // TESSERA_PLUGINS_REF_MATMUL_H_

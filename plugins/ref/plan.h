@@ -11,6 +11,12 @@
 #include "elementwise.h"
 #include "matmul.h"
 #include "reduce.h"
+#include "data_ops.h"
+#include "softmax.h"
+#include "norm.h"
+#include "cross_entropy.h"
+#include "conv.h"
+#include "pool.h"
 #include "tessera/abi.h"
 #include "tessera/ops.h"
 
@@ -49,6 +55,17 @@ struct tsr_plugin_plan {
     tsr_ref_reduce_plan reduce;
     tsr_ref_arg_reduce_plan arg_reduce;
     tsr_ref_matmul_plan matmul;
+    tsr_ref_concat_plan concat;
+    tsr_ref_pad_plan pad;
+    tsr_ref_index_plan index;  // GATHER, SCATTER_ADD
+    tsr_ref_rng_plan rng;
+    tsr_ref_optim_plan optim;  // SGD_UPDATE, ADAM_UPDATE
+    tsr_ref_softmax_plan softmax;
+    tsr_ref_layer_norm_plan layer_norm;
+    tsr_ref_batch_norm_plan batch_norm;
+    tsr_ref_cross_entropy_plan cross_entropy;
+    tsr_ref_conv_plan conv;
+    tsr_ref_pool_plan pool;
   } u;
 };
 
@@ -74,6 +91,31 @@ tsr_status tsr_ref_reduce_plan_init(const tsr_op_signature *signature, tsr_plugi
 tsr_status tsr_ref_arg_reduce_plan_init(const tsr_op_signature *signature,
                                         tsr_plugin_plan *plan);
 tsr_status tsr_ref_matmul_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_concat_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_pad_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_gather_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_scatter_add_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_rng_fill_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_sgd_update_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_adam_update_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_conv2d_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_conv2d_backward_data_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_conv2d_backward_filter_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_pool2d_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_pool2d_backward_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_softmax_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_softmax_backward_plan_init(const tsr_op_signature *signature,
+                                              tsr_plugin_plan *plan);
+tsr_status tsr_ref_layer_norm_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_layer_norm_backward_plan_init(const tsr_op_signature *signature,
+                                                 tsr_plugin_plan *plan);
+tsr_status tsr_ref_batch_norm_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan);
+tsr_status tsr_ref_batch_norm_backward_plan_init(const tsr_op_signature *signature,
+                                                 tsr_plugin_plan *plan);
+tsr_status tsr_ref_cross_entropy_plan_init(const tsr_op_signature *signature,
+                                           tsr_plugin_plan *plan);
+tsr_status tsr_ref_cross_entropy_backward_plan_init(const tsr_op_signature *signature,
+                                                    tsr_plugin_plan *plan);
 
 // Builds plan->u.ew over the plan's output and inputs (checked already) with
 // |kernel| and sets plan->execute and plan->engine to run it. Leaves

@@ -61,6 +61,7 @@ static tsr_status tsr_ref_device_props_get(int32_t device, tsr_device_props *out
       .compute_units = (uint32_t)tsr_ref_thread_count_get(),
       .flags = TSR_DEVICE_HOST_ACCESSIBLE | TSR_DEVICE_EVENTS | TSR_DEVICE_TIMING_EVENTS,
       .dtype_mask = TSR_DTYPE_BIT(TSR_FLOAT32) | TSR_DTYPE_BIT(TSR_FLOAT64) |
+                    TSR_DTYPE_BIT(TSR_BFLOAT16) | TSR_DTYPE_BIT(TSR_FLOAT16) |
                     TSR_DTYPE_BIT(TSR_INT32) | TSR_DTYPE_BIT(TSR_INT64) | TSR_DTYPE_BIT(TSR_BOOL),
       .base_alignment = TSR_REF_BASE_ALIGNMENT,
   };

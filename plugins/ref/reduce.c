@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "convert.h"
 #include "host.h"
 #include "plan.h"
 #include "signature.h"
@@ -24,7 +25,7 @@
 // STEP. The contiguous case keeps eight independent partial results, which
 // breaks the add latency chain and lets gcc use vector lanes; they are folded
 // in a fixed order, so the result is still a function of the plan only.
-#define TSR_REF_REDUCE_ROW(name, T, A, F, INIT, STEP)                                          \
+#define TSR_REF_REDUCE_ROW_CVT(name, T, A, F, INIT, STEP, LOAD)                                          \
   static void name(const char *x, int64_t n, int64_t stride, tsr_ref_acc *acc) {               \
     A r = acc->F;                                                                              \
     if (stride == (int64_t)sizeof(T)) {                                                        \
@@ -34,16 +35,25 @@
         A lanes[8];                                                                            \
         for (int j = 0; j < 8; ++j) lanes[j] = (A)(INIT);                                      \
         for (; i + 8 <= n; i += 8) {                                                           \
-          for (int j = 0; j < 8; ++j) lanes[j] = STEP(lanes[j], (A)xs[i + j]);                 \
+          for (int j = 0; j < 8; ++j) lanes[j] = STEP(lanes[j], (A)LOAD(xs[i + j]));                 \
         }                                                                                      \
         for (int j = 0; j < 8; ++j) r = STEP(r, lanes[j]);                                     \
       }                                                                                        \
-      for (; i < n; ++i) r = STEP(r, (A)xs[i]);                                                \
+      for (; i < n; ++i) r = STEP(r, (A)LOAD(xs[i]));                                                \
     } else {                                                                                   \
-      for (int64_t i = 0; i < n; ++i) r = STEP(r, (A) * (const T *)(x + i * stride));          \
+      for (int64_t i = 0; i < n; ++i) r = STEP(r, (A)LOAD(*(const T *)(x + i * stride)));          \
     }                                                                                          \
     acc->F = r;                                                                                \
   }
+
+// A row function reading T as it is; LOAD widens a half type to float32.
+#define TSR_REF_LOAD_SAME(v) (v)
+#define TSR_REF_REDUCE_ROW(name, T, A, F, INIT, STEP) \
+  TSR_REF_REDUCE_ROW_CVT(name, T, A, F, INIT, STEP, TSR_REF_LOAD_SAME)
+#define TSR_REF_REDUCE_ROW_BF16(name, INIT, STEP) \
+  TSR_REF_REDUCE_ROW_CVT(name, uint16_t, double, f, INIT, STEP, tsr_ref_bf16_to_f32)
+#define TSR_REF_REDUCE_ROW_F16(name, INIT, STEP) \
+  TSR_REF_REDUCE_ROW_CVT(name, uint16_t, double, f, INIT, STEP, tsr_ref_f16_to_f32)
 
 TSR_REF_REDUCE_ROW(sum_f32, float, double, f, 0.0, TSR_REF_ADD)
 TSR_REF_REDUCE_ROW(sum_f64, double, double, f, 0.0, TSR_REF_ADD)
@@ -61,6 +71,16 @@ TSR_REF_REDUCE_ROW(min_f32, float, double, f, INFINITY, TSR_REF_FMIN)
 TSR_REF_REDUCE_ROW(min_f64, double, double, f, INFINITY, TSR_REF_FMIN)
 TSR_REF_REDUCE_ROW(min_i32, int32_t, int64_t, i, INT64_MAX, TSR_REF_IMIN)
 TSR_REF_REDUCE_ROW(min_i64, int64_t, int64_t, i, INT64_MAX, TSR_REF_IMIN)
+// The half types accumulate in double, as float32 does: the catalogue asks
+// for float32 or wider, and one accumulator type keeps one set of combines.
+TSR_REF_REDUCE_ROW_BF16(sum_bf16, 0.0, TSR_REF_ADD)
+TSR_REF_REDUCE_ROW_BF16(prod_bf16, 1.0, TSR_REF_MUL)
+TSR_REF_REDUCE_ROW_BF16(max_bf16, -INFINITY, TSR_REF_FMAX)
+TSR_REF_REDUCE_ROW_BF16(min_bf16, INFINITY, TSR_REF_FMIN)
+TSR_REF_REDUCE_ROW_F16(sum_f16, 0.0, TSR_REF_ADD)
+TSR_REF_REDUCE_ROW_F16(prod_f16, 1.0, TSR_REF_MUL)
+TSR_REF_REDUCE_ROW_F16(max_f16, -INFINITY, TSR_REF_FMAX)
+TSR_REF_REDUCE_ROW_F16(min_f16, INFINITY, TSR_REF_FMIN)
 
 static void combine_sum_f(tsr_ref_acc *acc, const tsr_ref_acc *p) { acc->f += p->f; }
 static void combine_sum_u(tsr_ref_acc *acc, const tsr_ref_acc *p) { acc->u += p->u; }
@@ -93,6 +113,21 @@ static void store_mean_f32(const tsr_ref_acc *acc, int64_t count, char *out) {
 }
 static void store_mean_f64(const tsr_ref_acc *acc, int64_t count, char *out) {
   *(double *)out = acc->f / (double)count;
+}
+// The half types round the double result once, to nearest even.
+static void store_bf16(const tsr_ref_acc *acc, int64_t count, char *out) {
+  (void)count;
+  *(uint16_t *)out = tsr_ref_f64_to_bf16(acc->f);
+}
+static void store_f16(const tsr_ref_acc *acc, int64_t count, char *out) {
+  (void)count;
+  *(uint16_t *)out = tsr_ref_f64_to_f16(acc->f);
+}
+static void store_mean_bf16(const tsr_ref_acc *acc, int64_t count, char *out) {
+  *(uint16_t *)out = tsr_ref_f64_to_bf16(acc->f / (double)count);
+}
+static void store_mean_f16(const tsr_ref_acc *acc, int64_t count, char *out) {
+  *(uint16_t *)out = tsr_ref_f64_to_f16(acc->f / (double)count);
 }
 static void store_u_i32(const tsr_ref_acc *acc, int64_t count, char *out) {
   (void)count;
@@ -235,41 +270,46 @@ typedef struct tsr_ref_reduce_fns {
   tsr_ref_acc init;
 } tsr_ref_reduce_fns;
 
-// The functions for |fn| on |dtype| (float32, float64, int32 or int64).
+// The functions for |fn| on |dtype| (any but bool).
 static tsr_ref_reduce_fns tsr_ref_reduce_fns_get(tsr_reduce_fn_t fn, tsr_dtype_t dtype) {
-  const int is_f32 = dtype == TSR_FLOAT32, is_f64 = dtype == TSR_FLOAT64;
   const int is_i32 = dtype == TSR_INT32;
   tsr_ref_reduce_fns f;
   memset(&f, 0, sizeof(f));
-  if (is_f32 || is_f64) {
+  if (dtype != TSR_INT32 && dtype != TSR_INT64) {
+    // Rows: float32, float64, bfloat16, float16.
+    static const tsr_ref_reduce_row_fn sums[] = {sum_f32, sum_f64, sum_bf16, sum_f16};
+    static const tsr_ref_reduce_row_fn prods[] = {prod_f32, prod_f64, prod_bf16, prod_f16};
+    static const tsr_ref_reduce_row_fn maxs[] = {max_f32, max_f64, max_bf16, max_f16};
+    static const tsr_ref_reduce_row_fn mins[] = {min_f32, min_f64, min_bf16, min_f16};
+    static const tsr_ref_reduce_store_fn stores[] = {store_f32, store_f64, store_bf16, store_f16};
+    static const tsr_ref_reduce_store_fn mean_stores[] = {store_mean_f32, store_mean_f64,
+                                                          store_mean_bf16, store_mean_f16};
+    // TSR_FLOAT32..TSR_FLOAT16 are 0..3.
+    const int k = (int)dtype;
     switch (fn) {
       case TSR_REDUCE_SUM:
       case TSR_REDUCE_MEAN:
-        f.row = is_f32 ? sum_f32 : sum_f64;
+        f.row = sums[k];
         f.combine = combine_sum_f;
         f.init.f = 0.0;
         break;
       case TSR_REDUCE_PROD:
-        f.row = is_f32 ? prod_f32 : prod_f64;
+        f.row = prods[k];
         f.combine = combine_prod_f;
         f.init.f = 1.0;
         break;
       case TSR_REDUCE_MAX:
-        f.row = is_f32 ? max_f32 : max_f64;
+        f.row = maxs[k];
         f.combine = combine_max_f;
         f.init.f = -INFINITY;
         break;
       default:
-        f.row = is_f32 ? min_f32 : min_f64;
+        f.row = mins[k];
         f.combine = combine_min_f;
         f.init.f = INFINITY;
         break;
     }
-    if (fn == TSR_REDUCE_MEAN) {
-      f.store = is_f32 ? store_mean_f32 : store_mean_f64;
-    } else {
-      f.store = is_f32 ? store_f32 : store_f64;
-    }
+    f.store = fn == TSR_REDUCE_MEAN ? mean_stores[k] : stores[k];
     return f;
   }
   switch (fn) {

@@ -24,7 +24,7 @@ static const char *tsr_ref_op_label(const tsr_op_signature *signature) {
 }
 
 // Validates one descriptor into |out|.
-static tsr_status tsr_ref_operand_init(const char *op, const char *name,
+static tsr_status tsr_ref_operand_init(int32_t op_id, const char *op, const char *name,
                                        const tsr_tensor_desc *desc, tsr_ref_operand *out) {
   memset(out, 0, sizeof(*out));
   out->name = name;
@@ -36,7 +36,8 @@ static tsr_status tsr_ref_operand_init(const char *op, const char *name,
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s dtype %d is not a Tessera dtype", op,
                              name, (int)desc->dtype);
   }
-  if (desc->dtype == TSR_BFLOAT16 || desc->dtype == TSR_FLOAT16) {
+  if ((desc->dtype == TSR_BFLOAT16 || desc->dtype == TSR_FLOAT16) &&
+      (TSR_REF_HALF_OPS & TSR_REF_OP_BIT(op_id)) == 0) {
     return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s on %s (%s) is not implemented yet", op,
                              tsr_ref_dtype_name(desc->dtype), name);
   }
@@ -118,13 +119,14 @@ tsr_status tsr_ref_operands_init(const tsr_op_signature *signature, tsr_plugin_p
   plan->num_inputs = signature->num_inputs;
   plan->num_outputs = num_outputs;
   for (int32_t i = 0; i < signature->num_inputs; ++i) {
-    tsr_status status =
-        tsr_ref_operand_init(op, names[i], &signature->inputs[i], &plan->operands[i]);
+    tsr_status status = tsr_ref_operand_init(signature->op, op, names[i], &signature->inputs[i],
+                                             &plan->operands[i]);
     if (status != TSR_OK) return status;
   }
   for (int32_t i = 0; i < num_outputs; ++i) {
-    tsr_status status = tsr_ref_operand_init(op, names[max_inputs + i], &signature->outputs[i],
-                                             &plan->operands[signature->num_inputs + i]);
+    tsr_status status =
+        tsr_ref_operand_init(signature->op, op, names[max_inputs + i], &signature->outputs[i],
+                             &plan->operands[signature->num_inputs + i]);
     if (status != TSR_OK) return status;
   }
   return TSR_OK;

@@ -9,10 +9,38 @@
 
 #include "plan.h"
 
-#define TSR_REF_DTYPES_FLOAT (TSR_DTYPE_BIT(TSR_FLOAT32) | TSR_DTYPE_BIT(TSR_FLOAT64))
+#define TSR_REF_DTYPES_HALF (TSR_DTYPE_BIT(TSR_BFLOAT16) | TSR_DTYPE_BIT(TSR_FLOAT16))
+// The catalogue's "float": float32, float64 and the half types.
+#define TSR_REF_DTYPES_FLOAT \
+  (TSR_DTYPE_BIT(TSR_FLOAT32) | TSR_DTYPE_BIT(TSR_FLOAT64) | TSR_REF_DTYPES_HALF)
 #define TSR_REF_DTYPES_INT (TSR_DTYPE_BIT(TSR_INT32) | TSR_DTYPE_BIT(TSR_INT64))
 #define TSR_REF_DTYPES_NUMBER (TSR_REF_DTYPES_FLOAT | TSR_REF_DTYPES_INT)
 #define TSR_REF_DTYPES_ALL (TSR_REF_DTYPES_NUMBER | TSR_DTYPE_BIT(TSR_BOOL))
+
+#define TSR_REF_OP_BIT(op) (1ull << (uint32_t)(op))
+#define TSR_REF_HALF_OPS                                                                   \
+  (TSR_REF_OP_BIT(TSR_OP_FILL) | TSR_REF_OP_BIT(TSR_OP_COPY) | TSR_REF_OP_BIT(TSR_OP_CAST) |     \
+   TSR_REF_OP_BIT(TSR_OP_UNARY) | TSR_REF_OP_BIT(TSR_OP_UNARY_BACKWARD) |                       \
+   TSR_REF_OP_BIT(TSR_OP_BINARY) | TSR_REF_OP_BIT(TSR_OP_COMPARE) |                            \
+   TSR_REF_OP_BIT(TSR_OP_WHERE) | TSR_REF_OP_BIT(TSR_OP_CLAMP) | TSR_REF_OP_BIT(TSR_OP_REDUCE) | \
+   TSR_REF_OP_BIT(TSR_OP_ARG_REDUCE) | TSR_REF_OP_BIT(TSR_OP_MATMUL) |                        \
+   TSR_REF_NORM_HALF_OPS | TSR_REF_CONV_POOL_HALF_OPS | TSR_REF_DATA_HALF_OPS)
+// CONCAT, PAD, GATHER, SCATTER_ADD, RNG_FILL and the optimizer updates.
+#define TSR_REF_DATA_HALF_OPS                                                                \
+  (TSR_REF_OP_BIT(TSR_OP_CONCAT) | TSR_REF_OP_BIT(TSR_OP_PAD) | TSR_REF_OP_BIT(TSR_OP_GATHER) | \
+   TSR_REF_OP_BIT(TSR_OP_SCATTER_ADD) | TSR_REF_OP_BIT(TSR_OP_RNG_FILL) |                     \
+   TSR_REF_OP_BIT(TSR_OP_SGD_UPDATE) | TSR_REF_OP_BIT(TSR_OP_ADAM_UPDATE))
+// CONV2D, POOL2D and their backward ops.
+#define TSR_REF_CONV_POOL_HALF_OPS                                                         \
+  (TSR_REF_OP_BIT(TSR_OP_CONV2D) | TSR_REF_OP_BIT(TSR_OP_CONV2D_BACKWARD_DATA) |              \
+   TSR_REF_OP_BIT(TSR_OP_CONV2D_BACKWARD_FILTER) | TSR_REF_OP_BIT(TSR_OP_POOL2D) |            \
+   TSR_REF_OP_BIT(TSR_OP_POOL2D_BACKWARD))
+// SOFTMAX, LAYER_NORM, BATCH_NORM, CROSS_ENTROPY and their backward ops.
+#define TSR_REF_NORM_HALF_OPS                                                                \
+  (TSR_REF_OP_BIT(TSR_OP_SOFTMAX) | TSR_REF_OP_BIT(TSR_OP_SOFTMAX_BACKWARD) |                  \
+   TSR_REF_OP_BIT(TSR_OP_LAYER_NORM) | TSR_REF_OP_BIT(TSR_OP_LAYER_NORM_BACKWARD) |            \
+   TSR_REF_OP_BIT(TSR_OP_BATCH_NORM) | TSR_REF_OP_BIT(TSR_OP_BATCH_NORM_BACKWARD) |            \
+   TSR_REF_OP_BIT(TSR_OP_CROSS_ENTROPY) | TSR_REF_OP_BIT(TSR_OP_CROSS_ENTROPY_BACKWARD))
 
 // "float32", "bool"...; "unknown" outside the enum. Static storage.
 const char *tsr_ref_dtype_name(tsr_dtype_t dtype);
@@ -20,7 +48,12 @@ const char *tsr_ref_dtype_name(tsr_dtype_t dtype);
 // Checks the operand counts (|min_inputs|..|max_inputs| inputs,
 // |num_outputs| outputs) and validates every descriptor into plan->operands,
 // naming them from |names| (max_inputs input names, then the output names).
-// Sets plan->op, num_inputs, num_outputs.
+// Sets plan->op, num_inputs, num_outputs. A bfloat16 or float16 operand is
+// refused (TSR_UNSUPPORTED) unless the op is in TSR_REF_HALF_OPS.
+//
+// TSR_REF_HALF_OPS: bit op is set for every op whose kernels take bfloat16
+// and float16. An op joins once its kernels handle them (load-convert,
+// compute in float32, convert-store) and its tests cover them.
 tsr_status tsr_ref_operands_init(const tsr_op_signature *signature, tsr_plugin_plan *plan,
                                  int32_t min_inputs, int32_t max_inputs, int32_t num_outputs,
                                  const char *const *names);

@@ -229,7 +229,17 @@ tsr_status tsr_ref_copy_device_to_device(tsr_plugin_stream *stream, tsr_plugin_b
   if (status != TSR_OK) return status;
   status = tsr_ref_range_check(what, "dst", dst, dst_offset, bytes);
   if (status != TSR_OK) return status;
-  // memmove: a copy inside one buffer may overlap.
-  if (bytes != 0) memmove((char *)dst->data + dst_offset, (const char *)src->data + src_offset, (size_t)bytes);
+  // Overlapping ranges of one buffer are refused (docs/abi.md 7.4): an
+  // asynchronous plugin could not give them a defined result either.
+  if (bytes != 0 && src == dst && src_offset < dst_offset + bytes &&
+      dst_offset < src_offset + bytes) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                         "%s: src [%llu, +%llu) and dst [%llu, +%llu) overlap in one buffer", what,
+                         (unsigned long long)src_offset, (unsigned long long)bytes,
+                         (unsigned long long)dst_offset, (unsigned long long)bytes);
+  }
+  if (bytes != 0) {
+    memcpy((char *)dst->data + dst_offset, (const char *)src->data + src_offset, (size_t)bytes);
+  }
   return TSR_OK;
 }

@@ -7,38 +7,44 @@
 #include "plan.h"
 #include "signature.h"
 
-// Forward kernels of one float type (S tag, T type, F libm suffix, A the
-// params field holding alpha in that type).
-#define TSR_REF_UNARY_FLOAT_LOOPS(S, T, F, A)                                                   \
-  TSR_REF_EW_LOOPS_1(neg_##S, T, T, -x)                                                        \
-  TSR_REF_EW_LOOPS_1(abs_##S, T, T, fabs##F(x))                                                \
-  TSR_REF_EW_LOOPS_1(exp_##S, T, T, exp##F(x))                                                 \
-  TSR_REF_EW_LOOPS_1(log_##S, T, T, log##F(x))                                                 \
-  TSR_REF_EW_LOOPS_1(sqrt_##S, T, T, sqrt##F(x))                                               \
-  TSR_REF_EW_LOOPS_1(rsqrt_##S, T, T, (T)1 / sqrt##F(x))                                       \
-  TSR_REF_EW_LOOPS_1(reciprocal_##S, T, T, (T)1 / x)                                           \
-  TSR_REF_EW_LOOPS_1(square_##S, T, T, x * x)                                                  \
-  TSR_REF_EW_LOOPS_1(sin_##S, T, T, sin##F(x))                                                 \
-  TSR_REF_EW_LOOPS_1(cos_##S, T, T, cos##F(x))                                                 \
-  TSR_REF_EW_LOOPS_1(tanh_##S, T, T, tanh##F(x))                                               \
-  TSR_REF_EW_LOOPS_1(sigmoid_##S, T, T, tsr_ref_sigmoid_##S(x))                                \
-  TSR_REF_EW_LOOPS_1(relu_##S, T, T, tsr_ref_relu_##S(x))                                      \
-  TSR_REF_EW_LOOPS_1(gelu_##S, T, T, tsr_ref_gelu_##S(x))                                      \
-  TSR_REF_EW_LOOPS_1(gelu_tanh_##S, T, T, tsr_ref_gelu_tanh_##S(x))                            \
-  TSR_REF_EW_LOOPS_1(silu_##S, T, T, x * tsr_ref_sigmoid_##S(x))                               \
-  TSR_REF_EW_LOOPS_1(leaky_relu_##S, T, T, x > 0 ? x : p->A * x)                               \
-  TSR_REF_EW_LOOPS_1(elu_##S, T, T, x > 0 ? x : p->A * expm1##F(x))                            \
-  TSR_REF_EW_LOOPS_1(sign_##S, T, T, tsr_ref_sign_##S(x))                                      \
-  TSR_REF_EW_LOOPS_1(floor_##S, T, T, floor##F(x))                                             \
-  TSR_REF_EW_LOOPS_1(ceil_##S, T, T, ceil##F(x))                                               \
+// Forward kernels of one float dtype: N names it (f32, f64, bf16, f16); S, T,
+// F are the tag, type and libm suffix of the type it computes in (the half
+// types compute in float32), A the params field holding alpha in that type,
+// and L(name, EXPR) the loop macro that loads and stores the dtype.
+#define TSR_REF_UNARY_FLOAT_LOOPS(N, S, T, F, A, L)                                                   \
+  L(neg_##N, -x)                                                        \
+  L(abs_##N, fabs##F(x))                                                \
+  L(exp_##N, exp##F(x))                                                 \
+  L(log_##N, log##F(x))                                                 \
+  L(sqrt_##N, sqrt##F(x))                                               \
+  L(rsqrt_##N, (T)1 / sqrt##F(x))                                       \
+  L(reciprocal_##N, (T)1 / x)                                           \
+  L(square_##N, x * x)                                                  \
+  L(sin_##N, sin##F(x))                                                 \
+  L(cos_##N, cos##F(x))                                                 \
+  L(tanh_##N, tanh##F(x))                                               \
+  L(sigmoid_##N, tsr_ref_sigmoid_##S(x))                                \
+  L(relu_##N, tsr_ref_relu_##S(x))                                      \
+  L(gelu_##N, tsr_ref_gelu_##S(x))                                      \
+  L(gelu_tanh_##N, tsr_ref_gelu_tanh_##S(x))                            \
+  L(silu_##N, x * tsr_ref_sigmoid_##S(x))                               \
+  L(leaky_relu_##N, x > 0 ? x : p->A * x)                               \
+  L(elu_##N, x > 0 ? x : p->A * expm1##F(x))                            \
+  L(sign_##N, tsr_ref_sign_##S(x))                                      \
+  L(floor_##N, floor##F(x))                                             \
+  L(ceil_##N, ceil##F(x))                                               \
   /* nearbyint rounds half to even in the default rounding mode. */                           \
-  TSR_REF_EW_LOOPS_1(round_##S, T, T, nearbyint##F(x))                                         \
-  TSR_REF_EW_LOOPS_1(log1p_##S, T, T, log1p##F(x))                                             \
-  TSR_REF_EW_LOOPS_1(expm1_##S, T, T, expm1##F(x))                                             \
-  TSR_REF_EW_LOOPS_1(erf_##S, T, T, erf##F(x))
+  L(round_##N, nearbyint##F(x))                                         \
+  L(log1p_##N, log1p##F(x))                                             \
+  L(expm1_##N, expm1##F(x))                                             \
+  L(erf_##N, erf##F(x))
 
-TSR_REF_UNARY_FLOAT_LOOPS(f32, float, f, alpha_f32)
-TSR_REF_UNARY_FLOAT_LOOPS(f64, double, , alpha_f64)
+#define TSR_REF_UNARY_F32(name, EXPR) TSR_REF_EW_LOOPS_1(name, float, float, EXPR)
+#define TSR_REF_UNARY_F64(name, EXPR) TSR_REF_EW_LOOPS_1(name, double, double, EXPR)
+TSR_REF_UNARY_FLOAT_LOOPS(f32, f32, float, f, alpha_f32, TSR_REF_UNARY_F32)
+TSR_REF_UNARY_FLOAT_LOOPS(f64, f64, double, , alpha_f64, TSR_REF_UNARY_F64)
+TSR_REF_UNARY_FLOAT_LOOPS(bf16, f32, float, f, alpha_f32, TSR_REF_EW_LOOPS_1_BF16)
+TSR_REF_UNARY_FLOAT_LOOPS(f16, f32, float, f, alpha_f32, TSR_REF_EW_LOOPS_1_F16)
 
 // Integer kernels wrap modulo 2^bits (through the unsigned type U): -INT_MIN
 // and |INT_MIN| are INT_MIN, as two's complement hardware gives.
@@ -53,46 +59,53 @@ TSR_REF_UNARY_INT_LOOPS(i32, int32_t, uint32_t)
 TSR_REF_UNARY_INT_LOOPS(i64, int64_t, uint64_t)
 TSR_REF_EW_LOOPS_1(logical_not_b8, uint8_t, uint8_t, x == 0)
 
-// Backward kernels (a = dy, b = x) of one float type.
-#define TSR_REF_UNARY_GRAD_LOOPS(S, T, F, A)                                                    \
-  TSR_REF_EW_LOOPS_2(neg_grad_##S, T, T, T, -a)                                                \
-  TSR_REF_EW_LOOPS_2(abs_grad_##S, T, T, T, tsr_ref_abs_grad_##S(a, b))                        \
-  TSR_REF_EW_LOOPS_2(exp_grad_##S, T, T, T, a * exp##F(b))                                     \
-  TSR_REF_EW_LOOPS_2(log_grad_##S, T, T, T, a / b)                                             \
-  TSR_REF_EW_LOOPS_2(sqrt_grad_##S, T, T, T, a / ((T)2 * sqrt##F(b)))                          \
-  TSR_REF_EW_LOOPS_2(rsqrt_grad_##S, T, T, T, (T)-0.5 * a / (b * sqrt##F(b)))                  \
-  TSR_REF_EW_LOOPS_2(reciprocal_grad_##S, T, T, T, -a / (b * b))                               \
-  TSR_REF_EW_LOOPS_2(square_grad_##S, T, T, T, (T)2 * b * a)                                   \
-  TSR_REF_EW_LOOPS_2(sin_grad_##S, T, T, T, a * cos##F(b))                                     \
-  TSR_REF_EW_LOOPS_2(cos_grad_##S, T, T, T, -a * sin##F(b))                                    \
-  TSR_REF_EW_LOOPS_2(tanh_grad_##S, T, T, T, tsr_ref_tanh_grad_##S(a, b))                      \
-  TSR_REF_EW_LOOPS_2(sigmoid_grad_##S, T, T, T, tsr_ref_sigmoid_grad_##S(a, b))                \
-  TSR_REF_EW_LOOPS_2(relu_grad_##S, T, T, T, b > 0 ? a : (T)0)                                 \
-  TSR_REF_EW_LOOPS_2(gelu_grad_##S, T, T, T, tsr_ref_gelu_grad_##S(a, b))                      \
-  TSR_REF_EW_LOOPS_2(gelu_tanh_grad_##S, T, T, T, tsr_ref_gelu_tanh_grad_##S(a, b))            \
-  TSR_REF_EW_LOOPS_2(silu_grad_##S, T, T, T, tsr_ref_silu_grad_##S(a, b))                      \
-  TSR_REF_EW_LOOPS_2(leaky_relu_grad_##S, T, T, T, b > 0 ? a : p->A * a)                       \
-  TSR_REF_EW_LOOPS_2(elu_grad_##S, T, T, T, b > 0 ? a : p->A * a * exp##F(b))                  \
-  TSR_REF_EW_LOOPS_2(log1p_grad_##S, T, T, T, a / ((T)1 + b))                                  \
-  TSR_REF_EW_LOOPS_2(expm1_grad_##S, T, T, T, a * exp##F(b))                                   \
-  TSR_REF_EW_LOOPS_2(erf_grad_##S, T, T, T, a * (T)TSR_REF_2_OVER_SQRT_PI * exp##F(-b * b))
+// Backward kernels (a = dy, b = x) of one float dtype, named as above; L(name,
+// EXPR) is a two-input loop macro. f'(NaN) is NaN for every fn (docs/abi.md
+// 10.5), so dx is NaN where x is: the fns whose derivative does not read x
+// (neg) or does only through a comparison (relu, leaky_relu) test for it.
+#define TSR_REF_UNARY_GRAD_LOOPS(N, S, T, F, A, L)                                                    \
+  L(neg_grad_##N, b != b ? b : -a)                                                \
+  L(abs_grad_##N, tsr_ref_abs_grad_##S(a, b))                        \
+  L(exp_grad_##N, a * exp##F(b))                                     \
+  L(log_grad_##N, a / b)                                             \
+  L(sqrt_grad_##N, a / ((T)2 * sqrt##F(b)))                          \
+  L(rsqrt_grad_##N, (T)-0.5 * a / (b * sqrt##F(b)))                  \
+  L(reciprocal_grad_##N, -a / (b * b))                               \
+  L(square_grad_##N, (T)2 * b * a)                                   \
+  L(sin_grad_##N, a * cos##F(b))                                     \
+  L(cos_grad_##N, -a * sin##F(b))                                    \
+  L(tanh_grad_##N, tsr_ref_tanh_grad_##S(a, b))                      \
+  L(sigmoid_grad_##N, tsr_ref_sigmoid_grad_##S(a, b))                \
+  L(relu_grad_##N, b > 0 ? a : (b != b ? b : (T)0))                                 \
+  L(gelu_grad_##N, tsr_ref_gelu_grad_##S(a, b))                      \
+  L(gelu_tanh_grad_##N, tsr_ref_gelu_tanh_grad_##S(a, b))            \
+  L(silu_grad_##N, tsr_ref_silu_grad_##S(a, b))                      \
+  L(leaky_relu_grad_##N, b > 0 ? a : (b != b ? b : p->A * a))                       \
+  L(elu_grad_##N, b > 0 ? a : p->A * a * exp##F(b))                  \
+  L(log1p_grad_##N, a / ((T)1 + b))                                  \
+  L(expm1_grad_##N, a * exp##F(b))                                   \
+  L(erf_grad_##N, a * (T)TSR_REF_2_OVER_SQRT_PI * exp##F(-b * b))
 
-TSR_REF_UNARY_GRAD_LOOPS(f32, float, f, alpha_f32)
-TSR_REF_UNARY_GRAD_LOOPS(f64, double, , alpha_f64)
+#define TSR_REF_GRAD_F32(name, EXPR) TSR_REF_EW_LOOPS_2(name, float, float, float, EXPR)
+#define TSR_REF_GRAD_F64(name, EXPR) TSR_REF_EW_LOOPS_2(name, double, double, double, EXPR)
+TSR_REF_UNARY_GRAD_LOOPS(f32, f32, float, f, alpha_f32, TSR_REF_GRAD_F32)
+TSR_REF_UNARY_GRAD_LOOPS(f64, f64, double, , alpha_f64, TSR_REF_GRAD_F64)
+TSR_REF_UNARY_GRAD_LOOPS(bf16, f32, float, f, alpha_f32, TSR_REF_EW_LOOPS_2_BF16)
+TSR_REF_UNARY_GRAD_LOOPS(f16, f32, float, f, alpha_f32, TSR_REF_EW_LOOPS_2_F16)
 
-// Columns: float32, float64, int32, int64, bool. An empty entry is a dtype
-// the catalogue does not define the fn for.
-enum { TSR_REF_SLOTS = 5 };
-static int tsr_ref_unary_slot(tsr_dtype_t dtype) {
-  static const int slots[TSR_DTYPE_COUNT] = {0, 1, -1, -1, 2, 3, 4};
-  return slots[dtype];
-}
+// Kernels indexed by dtype. An empty entry is a dtype the catalogue does not
+// define the fn for.
+enum { TSR_REF_SLOTS = TSR_DTYPE_COUNT };
 
 #define K(name) TSR_REF_EW_KERNEL_INIT(name)
-#define FLOAT_ONLY(n) {K(n##_f32), K(n##_f64), {0}, {0}, {0}}
-#define FLOAT_INT(n) {K(n##_f32), K(n##_f64), K(n##_i32), K(n##_i64), {0}}
-#define GRAD(n) {K(n##_grad_f32), K(n##_grad_f64), {0}, {0}, {0}}
-#define NONE {{0}, {0}, {0}, {0}, {0}}
+#define FLOAT_ONLY(n)                                                                      \
+  {[TSR_FLOAT32] = K(n##_f32), [TSR_FLOAT64] = K(n##_f64), [TSR_BFLOAT16] = K(n##_bf16),   \
+   [TSR_FLOAT16] = K(n##_f16)}
+#define FLOAT_INT(n)                                                                       \
+  {[TSR_FLOAT32] = K(n##_f32), [TSR_FLOAT64] = K(n##_f64), [TSR_BFLOAT16] = K(n##_bf16),   \
+   [TSR_FLOAT16] = K(n##_f16), [TSR_INT32] = K(n##_i32), [TSR_INT64] = K(n##_i64)}
+#define GRAD(n) FLOAT_ONLY(n##_grad)
+#define NONE {{0}}
 
 typedef struct tsr_ref_unary_fn_info {
   const char *name;
@@ -131,7 +144,7 @@ static const tsr_ref_unary_fn_info k_unary_fns[TSR_UNARY_FN_COUNT] = {
     [TSR_UNARY_CEIL] = {"ceil", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(ceil), NONE},
     [TSR_UNARY_ROUND] = {"round", "float", TSR_REF_EW_CHEAP, FLOAT_ONLY(round), NONE},
     [TSR_UNARY_LOGICAL_NOT] = {"logical_not", "bool", TSR_REF_EW_CHEAP,
-                               {{0}, {0}, {0}, {0}, K(logical_not_b8)}, NONE},
+                               {[TSR_BOOL] = K(logical_not_b8)}, NONE},
     [TSR_UNARY_LOG1P] = {"log1p", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(log1p), GRAD(log1p)},
     [TSR_UNARY_EXPM1] = {"expm1", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(expm1), GRAD(expm1)},
     [TSR_UNARY_ERF] = {"erf", "float", TSR_REF_EW_EXPENSIVE, FLOAT_ONLY(erf), GRAD(erf)},
@@ -185,7 +198,7 @@ tsr_status tsr_ref_unary_plan_init(const tsr_op_signature *signature, tsr_plugin
   if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, out);
   if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 1);
   if (status != TSR_OK) return status;
-  tsr_ref_ew_kernel kernel = info->forward[tsr_ref_unary_slot(x->dtype)];
+  tsr_ref_ew_kernel kernel = info->forward[x->dtype];
   if (kernel.contiguous == NULL) {
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "unary: x dtype %s is not allowed: %s takes %s",
                              tsr_ref_dtype_name(x->dtype), info->name, info->dtypes);
@@ -208,7 +221,7 @@ tsr_status tsr_ref_unary_backward_plan_init(const tsr_op_signature *signature,
   const tsr_ref_operand *x = &plan->operands[1];
   const tsr_ref_operand *dx = &plan->operands[2];
   const tsr_ref_unary_fn_info *info = &k_unary_fns[attrs->fn];
-  if (info->backward[0].contiguous == NULL && info->backward[1].contiguous == NULL) {
+  if (info->backward[TSR_FLOAT32].contiguous == NULL) {
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "unary_backward: %s has no backward",
                              info->name);
   }
@@ -219,7 +232,7 @@ tsr_status tsr_ref_unary_backward_plan_init(const tsr_op_signature *signature,
   if (status == TSR_OK) status = tsr_ref_output_overlap_check(signature, dx);
   if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
   if (status != TSR_OK) return status;
-  tsr_ref_ew_kernel kernel = info->backward[tsr_ref_unary_slot(x->dtype)];
+  tsr_ref_ew_kernel kernel = info->backward[x->dtype];
   if (kernel.contiguous == NULL) {
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
                              "unary_backward: x dtype %s is not allowed: the backward takes float",

@@ -6,6 +6,7 @@
 #include "signature.h"
 
 TSR_REF_EW_LOOPS_3(where_1, uint8_t, uint8_t, uint8_t, uint8_t, a ? b : c)
+TSR_REF_EW_LOOPS_3(where_2, uint16_t, uint8_t, uint16_t, uint16_t, a ? b : c)
 TSR_REF_EW_LOOPS_3(where_4, uint32_t, uint8_t, uint32_t, uint32_t, a ? b : c)
 TSR_REF_EW_LOOPS_3(where_8, uint64_t, uint8_t, uint64_t, uint64_t, a ? b : c)
 
@@ -30,6 +31,7 @@ tsr_status tsr_ref_where_plan_init(const tsr_op_signature *signature, tsr_plugin
   tsr_ref_ew_kernel kernel;
   switch (out->elem_size) {
     case 1: kernel = TSR_REF_EW_KERNEL(where_1); break;
+    case 2: kernel = TSR_REF_EW_KERNEL(where_2); break;
     case 4: kernel = TSR_REF_EW_KERNEL(where_4); break;
     default: kernel = TSR_REF_EW_KERNEL(where_8); break;
   }

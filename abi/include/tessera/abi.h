@@ -312,7 +312,8 @@ typedef struct tsr_plugin_api {
   tsr_status (*event_elapsed_get)(tsr_plugin_event *start, tsr_plugin_event *end,
                                   float *out_milliseconds);
 
-  // Kernels. op_supports returns TSR_OK or TSR_UNSUPPORTED with the reason.
+  // Kernels. op_supports returns TSR_OK, TSR_UNSUPPORTED (valid, not implemented)
+  // or TSR_INVALID_ARGUMENT (forbidden by the catalogue), with the reason.
   tsr_status (*op_supports)(const tsr_op_signature *signature);
   tsr_status (*plan_create)(const tsr_op_signature *signature, tsr_plugin_plan **out_plan);
   tsr_status (*plan_info_get)(const tsr_plugin_plan *plan, tsr_plan_info *out_info);

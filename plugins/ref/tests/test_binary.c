@@ -13,7 +13,9 @@
 #include "test_host.h"
 #include "test_util.h"
 
-static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_INT32, TSR_INT64};
+static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32,  TSR_FLOAT64, TSR_INT32,
+                                        TSR_INT64,    TSR_BFLOAT16, TSR_FLOAT16};
+static const tsr_dtype_t k_floats[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16};
 
 // The catalogue's BINARY in float64 (int results wrap as the dtype does).
 static double binary_want(tsr_binary_fn_t fn, tsr_dtype_t dtype, double a, double b, double alpha) {
@@ -50,7 +52,9 @@ static void binary_check(tsr_binary_fn_t fn, double alpha, tt_tensor *a, tt_tens
   do {
     double want = binary_want(fn, dtype, tt_get_broadcast(a, idx), tt_get_broadcast(b, idx), alpha);
     double got = tt_get(out, idx);
-    if (!tt_close(got, want, 4 * tt_rtol(dtype), 1e-30)) {
+    // The half types compute in float32 and round once: half an ulp.
+    double rtol = tt_is_half(dtype) ? tt_rtol(dtype) : 4 * tt_rtol(dtype);
+    if (!tt_close(got, want, rtol, 1e-30)) {
       fail_msg("binary fn %d dtype %d: got %.17g, want %.17g", (int)fn, (int)dtype, got, want);
     }
   } while (tt_index_next(idx, out->desc.rank, out->desc.sizes));
@@ -82,12 +86,12 @@ static void test_binary_add_broadcasts_stride_zero_inputs(void **state) {
   const int64_t b_sizes[] = {1, 6, 1};
   // b also as an expanded view: full sizes, stride 0 where it repeats.
   const int64_t b_view_strides[] = {0, 1, 0};
-  for (int d = 0; d < 2; ++d) {
+  for (int d = 0; d < 4; ++d) {
     tt_tensor a, b, b_expanded, out;
-    tt_tensor_make(&a, k_numbers[d], 3, a_sizes, NULL, 0);
-    tt_tensor_make(&b, k_numbers[d], 3, b_sizes, NULL, 0);
-    tt_tensor_make(&b_expanded, k_numbers[d], 3, out_sizes, b_view_strides, 0);
-    tt_tensor_make(&out, k_numbers[d], 3, out_sizes, NULL, 0);
+    tt_tensor_make(&a, k_floats[d], 3, a_sizes, NULL, 0);
+    tt_tensor_make(&b, k_floats[d], 3, b_sizes, NULL, 0);
+    tt_tensor_make(&b_expanded, k_floats[d], 3, out_sizes, b_view_strides, 0);
+    tt_tensor_make(&out, k_floats[d], 3, out_sizes, NULL, 0);
     tt_fill(&a, 3, -1, 1);
     tt_fill(&b, 4, -1, 1);
     tt_fill(&b_expanded, 4, -1, 1);
@@ -147,7 +151,7 @@ static void test_binary_works_on_transposed_and_offset_views_up_to_rank_8(void *
 static void test_binary_add_and_sub_scale_b_by_alpha(void **state) {
   (void)state;
   const int64_t sizes[] = {17};
-  for (size_t d = 0; d < 4; ++d) {
+  for (size_t d = 0; d < 6; ++d) {
     tt_tensor a, b, out;
     tt_tensor_make(&a, k_numbers[d], 1, sizes, NULL, 0);
     tt_tensor_make(&b, k_numbers[d], 1, sizes, NULL, 0);
@@ -156,7 +160,7 @@ static void test_binary_add_and_sub_scale_b_by_alpha(void **state) {
     tt_fill(&b, 10, -20, 20);
     binary_check(TSR_BINARY_ADD, -3.0, &a, &b, &out);
     binary_check(TSR_BINARY_SUB, 2.0, &a, &b, &out);
-    if (d < 2) binary_check(TSR_BINARY_ADD, 0.25, &a, &b, &out);
+    if (d < 2 || d >= 4) binary_check(TSR_BINARY_ADD, 0.25, &a, &b, &out);
     tt_tensor_free(&a);
     tt_tensor_free(&b);
     tt_tensor_free(&out);
@@ -209,11 +213,11 @@ static void test_binary_maximum_and_minimum_propagate_nan_from_either_side(void 
   const int64_t sizes[] = {4};
   const double as[] = {NAN, 1, NAN, 2};
   const double bs[] = {1, NAN, NAN, -2};
-  for (int d = 0; d < 2; ++d) {
+  for (int d = 0; d < 4; ++d) {
     tt_tensor a, b, out;
-    tt_tensor_make(&a, k_numbers[d], 1, sizes, NULL, 0);
-    tt_tensor_make(&b, k_numbers[d], 1, sizes, NULL, 0);
-    tt_tensor_make(&out, k_numbers[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&a, k_floats[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&b, k_floats[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&out, k_floats[d], 1, sizes, NULL, 0);
     for (int64_t i = 0; i < 4; ++i) {
       tt_set(&a, &i, as[i]);
       tt_set(&b, &i, bs[i]);
@@ -236,15 +240,17 @@ static void test_binary_pow_takes_float_only(void **state) {
   (void)state;
   const int64_t sizes[] = {9};
   tt_tensor a, b, out;
-  tt_tensor_make(&a, TSR_FLOAT32, 1, sizes, NULL, 0);
-  tt_tensor_make(&b, TSR_FLOAT32, 1, sizes, NULL, 0);
-  tt_tensor_make(&out, TSR_FLOAT32, 1, sizes, NULL, 0);
-  tt_fill(&a, 11, 0.1, 4);
-  tt_fill(&b, 12, -2, 2);
-  binary_check(TSR_BINARY_POW, 1.0, &a, &b, &out);
-  tt_tensor_free(&a);
-  tt_tensor_free(&b);
-  tt_tensor_free(&out);
+  for (int d = 0; d < 4; ++d) {
+    tt_tensor_make(&a, k_floats[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&b, k_floats[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&out, k_floats[d], 1, sizes, NULL, 0);
+    tt_fill(&a, 11, 0.1, 4);
+    tt_fill(&b, 12, -2, 2);
+    binary_check(TSR_BINARY_POW, 1.0, &a, &b, &out);
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&out);
+  }
 
   tt_tensor_make(&a, TSR_INT64, 1, sizes, NULL, 0);
   tt_tensor_make(&b, TSR_INT64, 1, sizes, NULL, 0);

@@ -13,7 +13,9 @@
 #include "test_host.h"
 #include "test_util.h"
 
-static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_INT32, TSR_INT64, TSR_BOOL};
+// Floats first (4), then int32, int64 (numbers: 6), then bool.
+static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16,
+                                       TSR_INT32,   TSR_INT64,   TSR_BOOL};
 
 static double compare_want(tsr_compare_fn_t fn, double a, double b) {
   switch (fn) {
@@ -30,7 +32,7 @@ static void test_compare_every_fn_and_dtype_broadcasts_and_writes_bool(void **st
   (void)state;
   const int64_t out_sizes[] = {5, 8};
   const int64_t a_sizes[] = {5, 1};
-  for (size_t d = 0; d < 5; ++d) {
+  for (size_t d = 0; d < 7; ++d) {
     for (tsr_compare_fn_t fn = 0; fn < TSR_COMPARE_FN_COUNT; ++fn) {
       tt_tensor a, b, out;
       tt_tensor_make(&a, k_dtypes[d], 2, a_sizes, NULL, 0);
@@ -60,6 +62,25 @@ static void test_compare_with_nan_is_false_except_not_equal(void **state) {
   const double as[] = {NAN, 1, NAN};
   const double bs[] = {1, NAN, NAN};
   tt_tensor a, b, out;
+  for (size_t d = 1; d < 4; ++d) {
+    tt_tensor_make(&a, k_dtypes[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&b, k_dtypes[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&out, TSR_BOOL, 1, sizes, NULL, 0);
+    for (int64_t i = 0; i < 3; ++i) {
+      tt_set(&a, &i, as[i]);
+      tt_set(&b, &i, bs[i]);
+    }
+    for (tsr_compare_fn_t fn = 0; fn < TSR_COMPARE_FN_COUNT; ++fn) {
+      tsr_compare_attrs attrs = {sizeof(attrs), fn, 0};
+      tt_tensor *in[] = {&a, &b};
+      tt_tensor *outs[] = {&out};
+      assert_int_equal(tt_run(TSR_OP_COMPARE, &attrs, in, 2, outs, 1, NULL), TSR_OK);
+      for (int64_t i = 0; i < 3; ++i) assert_true(tt_get(&out, &i) == (fn == TSR_COMPARE_NE));
+    }
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&out);
+  }
   tt_tensor_make(&a, TSR_FLOAT32, 1, sizes, NULL, 0);
   tt_tensor_make(&b, TSR_FLOAT32, 1, sizes, NULL, 0);
   tt_tensor_make(&out, TSR_BOOL, 1, sizes, NULL, 0);
@@ -94,7 +115,7 @@ static void test_where_picks_a_or_b_for_every_dtype_with_broadcasting(void **sta
   const int64_t cond_sizes[] = {3, 4, 1};
   const int64_t a_sizes[] = {1, 4, 5};
   const int64_t b_strides[] = {0, 0, 1};  // b expanded from a row
-  for (size_t d = 0; d < 5; ++d) {
+  for (size_t d = 0; d < 7; ++d) {
     tt_tensor cond, a, b, out;
     tt_tensor_make(&cond, TSR_BOOL, 3, cond_sizes, NULL, 0);
     tt_tensor_make(&a, k_dtypes[d], 3, a_sizes, NULL, 0);
@@ -137,9 +158,9 @@ static double clamp_want(double x, const tsr_clamp_attrs *c, tsr_dtype_t dtype) 
     lo = trunc(lo);
     hi = trunc(hi);
   }
-  if (dtype == TSR_FLOAT32) {
-    lo = (float)lo;
-    hi = (float)hi;
+  if (dtype == TSR_FLOAT32 || dtype == TSR_BFLOAT16 || dtype == TSR_FLOAT16) {
+    lo = tt_round(lo, dtype);
+    hi = tt_round(hi, dtype);
   }
   if (isnan(x)) return x;
   double r = x;
@@ -155,8 +176,10 @@ static void test_clamp_applies_the_bounds_present_and_keeps_nan(void **state) {
       {sizeof(tsr_clamp_attrs), -1.5, 2.5, 1, 1}, {sizeof(tsr_clamp_attrs), -1.5, 0, 1, 0},
       {sizeof(tsr_clamp_attrs), 0, 2.5, 0, 1},    {sizeof(tsr_clamp_attrs), 3, -3, 1, 1},
       {sizeof(tsr_clamp_attrs), NAN, 1, 1, 1},   {sizeof(tsr_clamp_attrs), 0, NAN, 0, 1},
+      // Bounds no half type holds: they are rounded to the dtype first.
+      {sizeof(tsr_clamp_attrs), -1.01, 1.01, 1, 1},
   };
-  for (size_t d = 0; d < 4; ++d) {
+  for (size_t d = 0; d < 6; ++d) {
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
       if (k_dtypes[d] >= TSR_INT32 && (isnan(cases[c].min) || isnan(cases[c].max))) continue;
       tt_tensor x, out;
@@ -164,7 +187,7 @@ static void test_clamp_applies_the_bounds_present_and_keeps_nan(void **state) {
       tt_tensor_make(&out, k_dtypes[d], 2, sizes, NULL, 0);
       tt_fill(&x, 70 + d, -5, 5);
       int64_t first[2] = {0, 0};
-      if (d < 2) tt_set(&x, first, NAN);
+      if (d < 4) tt_set(&x, first, NAN);
       tt_tensor *in[] = {&x};
       tt_tensor *outs[] = {&out};
       assert_int_equal(tt_run(TSR_OP_CLAMP, &cases[c], in, 1, outs, 1, NULL), TSR_OK);

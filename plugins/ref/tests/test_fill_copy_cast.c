@@ -13,13 +13,17 @@
 #include "test_host.h"
 #include "test_util.h"
 
-static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_INT32, TSR_INT64, TSR_BOOL};
+static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16,
+                                       TSR_INT32,   TSR_INT64,   TSR_BOOL};
+#define DTYPE_COUNT (sizeof(k_dtypes) / sizeof(k_dtypes[0]))
 
 // CAST's rule for one value, in float64 (exact for every test value).
 static double cast_want(double v, tsr_dtype_t to) {
   switch (to) {
     case TSR_FLOAT32: return (float)v;
     case TSR_FLOAT64: return v;
+    case TSR_BFLOAT16:
+    case TSR_FLOAT16: return tt_round(v, to);
     case TSR_INT32:
       if (isnan(v)) return 0;
       if (v >= 2147483647.0) return 2147483647.0;
@@ -38,9 +42,12 @@ static void test_fill_writes_the_value_converted_like_cast_into_every_dtype(void
   (void)state;
   const int64_t sizes[] = {3, 5};
   const int64_t strides[] = {11, 2};  // a strided view: gaps keep their poison
-  const double values[] = {2.75, -2.75, 1e20, NAN, 0.0};
-  for (size_t d = 0; d < 5; ++d) {
-    for (size_t v = 0; v < 5; ++v) {
+  // 1 + 2^-8 + 2^-40 and 1 + 2^-11 + 2^-40: a double just past a half-way
+  // point of bfloat16 (float16) that a float32 on the way would round onto it.
+  const double values[] = {2.75, -2.75, 1e20, NAN, 0.0, 1.0 + 0x1p-8 + 0x1p-40,
+                           1.0 + 0x1p-11 + 0x1p-40};
+  for (size_t d = 0; d < DTYPE_COUNT; ++d) {
+    for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); ++v) {
       tt_tensor out;
       tt_tensor_make(&out, k_dtypes[d], 2, sizes, strides, 1);
       tsr_fill_attrs attrs = {sizeof(attrs), values[v]};
@@ -68,7 +75,7 @@ static void test_copy_moves_every_dtype_between_any_views(void **state) {
   const int64_t sizes[] = {4, 3, 6};
   const int32_t perm[] = {1, 2, 0};
   const int64_t broadcast_strides[] = {0, 6, 1};
-  for (size_t d = 0; d < 5; ++d) {
+  for (size_t d = 0; d < DTYPE_COUNT; ++d) {
     tt_tensor x, xb, out;
     tt_tensor_make_permuted(&x, k_dtypes[d], 3, sizes, perm);
     tt_tensor_make(&xb, k_dtypes[d], 3, sizes, broadcast_strides, 0);
@@ -140,16 +147,22 @@ static void test_cast_converts_every_pair_of_dtypes_by_the_catalogue_rules(void 
   // Values that exercise truncation, saturation, NaN, -0 and bool.
   const double values[] = {0.0,  -0.0, 1.0,   -1.0,   2.5,   -2.5,   0.4,   255.9,
                            3e9,  -3e9, 1e19,  -1e19,  NAN,   INFINITY, -INFINITY, 16777217.0,
-                           123456789.0};
+                           123456789.0,
+                           // Past a half-way point of bfloat16 / float16 by
+                           // less than float32 resolves (see the fill test);
+                           // as int64, 2^40 + 2^32 + 1 is one past one.
+                           1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-11 + 0x1p-40,
+                           1099511627776.0 + 4294967296.0 + 1.0, 65519.0, 65520.0,
+                           6e-8, 1e-40, 3.3895313892515355e38, 3.4e38};
   const int64_t n = sizeof(values) / sizeof(values[0]);
   const int64_t sizes[] = {n};
   const int64_t strided[] = {3};
-  for (size_t from = 0; from < 5; ++from) {
-    for (size_t to = 0; to < 5; ++to) {
+  for (size_t from = 0; from < DTYPE_COUNT; ++from) {
+    for (size_t to = 0; to < DTYPE_COUNT; ++to) {
       tt_tensor x, out;
       tt_tensor_make(&x, k_dtypes[from], 1, sizes, NULL, 0);
       tt_tensor_make(&out, k_dtypes[to], 1, sizes, strided, 2);
-      double stored[32];
+      double stored[64];
       for (int64_t i = 0; i < n; ++i) {
         // What the source dtype can hold of the value (itself a cast).
         stored[i] = cast_want(values[i], k_dtypes[from]);

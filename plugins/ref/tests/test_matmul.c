@@ -42,7 +42,12 @@ static void matmul_check(const tsr_matmul_attrs *attrs, tt_tensor *a, tt_tensor 
   const double alpha = attrs != NULL ? attrs->alpha : 1.0;
   const double beta = attrs != NULL ? attrs->beta : 0.0;
   const tsr_activation_t act = attrs != NULL ? attrs->activation : TSR_ACTIVATION_NONE;
-  const double tol = out->desc.dtype == TSR_FLOAT32 ? 2e-5 : 1e-12;
+  const tsr_dtype_t dtype = out->desc.dtype;
+  const int half = tt_is_half(dtype);
+  // float32 and the half types accumulate in float32: 2e-5 of the sum of
+  // |products|; the half types then round once (rtol, half an ulp).
+  const double tol = dtype == TSR_FLOAT64 ? 1e-12 : 2e-5;
+  const double rtol = half ? tt_rtol(dtype) : tol;
   if (tt_numel(out) == 0) return;
   int64_t idx[TSR_MAX_RANK] = {0};
   do {
@@ -63,7 +68,7 @@ static void matmul_check(const tsr_matmul_attrs *attrs, tt_tensor *a, tt_tensor 
     double want = activation_want(act, v);
     double got = tt_get(out, idx);
     double atol = tol * (fabs(alpha) * magnitude + fabs(v) + 1);
-    if (!tt_close(got, want, tol, atol)) {
+    if (!tt_close(got, want, rtol, atol)) {
       fail_msg("matmul out[%lld, %lld]: got %.9g, want %.9g", (long long)idx[r - 2],
                (long long)idx[r - 1], got, want);
     }
@@ -94,22 +99,32 @@ static void test_matmul_matches_double_loops_for_odd_and_edge_sizes(void **state
   for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); ++i) {
     matmul_case(TSR_FLOAT32, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
     matmul_case(TSR_FLOAT64, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
+    matmul_case(TSR_BFLOAT16, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
+    matmul_case(TSR_FLOAT16, shapes[i][0], shapes[i][1], shapes[i][2], NULL);
   }
+  // Depth beyond float32's panel (kc 256) with a long K: the half types keep
+  // one panel and shrink mc and nc instead.
+  matmul_case(TSR_BFLOAT16, 40, 70, 3000, "ref:blocked-gemm");
+  matmul_case(TSR_FLOAT16, 40, 70, 3000, "ref:blocked-gemm");
 }
 
 static void test_matmul_picks_the_naive_engine_for_tiny_and_the_blocked_one_otherwise(void **state) {
   (void)state;
   matmul_case(TSR_FLOAT32, 4, 4, 4, "ref:naive-gemm");
   matmul_case(TSR_FLOAT32, 64, 64, 64, "ref:blocked-gemm");
+  matmul_case(TSR_BFLOAT16, 4, 4, 4, "ref:naive-gemm");
+  matmul_case(TSR_FLOAT16, 64, 64, 64, "ref:blocked-gemm");
 }
+
+static const tsr_dtype_t k_floats[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16};
 
 static void test_matmul_reads_transposed_and_strided_operands(void **state) {
   (void)state;
   const int64_t m = 29, n = 35, k = 300;
   const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
   const int32_t transposed[] = {1, 0};
-  for (int d = 0; d < 2; ++d) {
-    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+  for (int d = 0; d < 4; ++d) {
+    tsr_dtype_t dtype = k_floats[d];
     tt_tensor a, b, out;
     tt_tensor_make_permuted(&a, dtype, 2, as, transposed);
     tt_tensor_make_permuted(&b, dtype, 2, bs, transposed);
@@ -159,8 +174,8 @@ static void test_matmul_adds_bias_and_applies_every_activation(void **state) {
   const int64_t m = 23, n = 37, k = 41;
   const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
   const int64_t row_bias[] = {1, n}, column_bias[] = {m, 1};
-  for (int d = 0; d < 2; ++d) {
-    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+  for (int d = 0; d < 4; ++d) {
+    tsr_dtype_t dtype = k_floats[d];
     tt_tensor a, b, bias_row, bias_column, out;
     tt_tensor_make(&a, dtype, 2, as, NULL, 0);
     tt_tensor_make(&b, dtype, 2, bs, NULL, 0);
@@ -188,26 +203,28 @@ static void test_matmul_beta_accumulates_into_out_and_beta_zero_never_reads_it(v
   (void)state;
   const int64_t m = 19, n = 21, k = 600;  // three depth panels
   const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
-  tt_tensor a, b, out, before;
-  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
-  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
-  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
-  tt_tensor_make(&before, TSR_FLOAT32, 2, os, NULL, 0);
-  tt_fill(&a, 51, -1, 1);
-  tt_fill(&b, 52, -1, 1);
-  tt_fill(&out, 53, -3, 3);
-  tt_fill(&before, 53, -3, 3);
-  tsr_matmul_attrs attrs = {sizeof(attrs), -1.5, 0.75, TSR_ACTIVATION_NONE, 0};
-  matmul_check(&attrs, &a, &b, NULL, &out, &before, NULL);
-  // NaN in out must not leak through beta = 0.
-  int64_t idx[2] = {0, 0};
-  do tt_set(&out, idx, NAN); while (tt_index_next(idx, 2, os));
-  attrs.beta = 0.0;
-  matmul_check(&attrs, &a, &b, NULL, &out, NULL, NULL);
-  tt_tensor_free(&a);
-  tt_tensor_free(&b);
-  tt_tensor_free(&out);
-  tt_tensor_free(&before);
+  for (int d = 0; d < 4; d += 2) {
+    tt_tensor a, b, out, before;
+    tt_tensor_make(&a, k_floats[d], 2, as, NULL, 0);
+    tt_tensor_make(&b, k_floats[d], 2, bs, NULL, 0);
+    tt_tensor_make(&out, k_floats[d], 2, os, NULL, 0);
+    tt_tensor_make(&before, k_floats[d], 2, os, NULL, 0);
+    tt_fill(&a, 51, -1, 1);
+    tt_fill(&b, 52, -1, 1);
+    tt_fill(&out, 53, -3, 3);
+    tt_fill(&before, 53, -3, 3);
+    tsr_matmul_attrs attrs = {sizeof(attrs), -1.5, 0.75, TSR_ACTIVATION_NONE, 0};
+    matmul_check(&attrs, &a, &b, NULL, &out, &before, NULL);
+    // NaN in out must not leak through beta = 0.
+    int64_t idx[2] = {0, 0};
+    do tt_set(&out, idx, NAN); while (tt_index_next(idx, 2, os));
+    attrs.beta = 0.0;
+    matmul_check(&attrs, &a, &b, NULL, &out, NULL, NULL);
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&out);
+    tt_tensor_free(&before);
+  }
 }
 
 static void test_matmul_with_empty_k_gives_bias_plus_beta_out(void **state) {

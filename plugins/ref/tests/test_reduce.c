@@ -14,7 +14,8 @@
 #include "test_host.h"
 #include "test_util.h"
 
-static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_INT32, TSR_INT64};
+static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32, TSR_FLOAT64,  TSR_INT32,
+                                        TSR_INT64,   TSR_BFLOAT16, TSR_FLOAT16};
 
 // Reduces x over |mask| in float64 for the output element at |out_idx|.
 static double reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
@@ -67,6 +68,12 @@ static void reduce_check(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x) {
       if (x->desc.dtype == TSR_INT32) want = (double)(int32_t)(int64_t)want;
       if (x->desc.dtype == TSR_FLOAT32) want = (float)want;
       double rtol = x->desc.dtype == TSR_FLOAT32 ? 1e-6 : x->desc.dtype == TSR_FLOAT64 ? 1e-12 : 0;
+      if (tt_is_half(x->desc.dtype)) {
+        // Accumulated wide and rounded once: within an ulp of the rounded
+        // exact result (which also overflows where the dtype does).
+        want = tt_round(want, x->desc.dtype);
+        rtol = 2 * tt_rtol(x->desc.dtype);
+      }
       double got = tt_get(&out, idx);
       if (!tt_close(got, want, rtol, 1e-9)) {
         fail_msg("reduce fn %d mask 0x%x dtype %d: got %.17g, want %.17g", (int)fn, mask,
@@ -80,14 +87,30 @@ static void reduce_check(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x) {
 static void test_reduce_every_fn_over_every_axis_set_matches_double_loops(void **state) {
   (void)state;
   const int64_t sizes[] = {3, 4, 5};
-  for (size_t d = 0; d < 4; ++d) {
+  for (size_t d = 0; d < 6; ++d) {
     tt_tensor x;
     tt_tensor_make(&x, k_numbers[d], 3, sizes, NULL, 0);
     tt_fill(&x, 1 + d, -3, 3);
     for (tsr_reduce_fn_t fn = 0; fn < TSR_REDUCE_FN_COUNT; ++fn) {
-      if (fn == TSR_REDUCE_MEAN && d >= 2) continue;
+      if (fn == TSR_REDUCE_MEAN && (d == 2 || d == 3)) continue;
       for (uint32_t mask = 0; mask < 8; ++mask) reduce_check(fn, mask, &x);
     }
+    tt_tensor_free(&x);
+  }
+}
+
+static void test_reduce_half_types_accumulate_long_sums_wide(void **state) {
+  (void)state;
+  // 20000 values in [0, 1]: a bfloat16 running sum would stall near 256.
+  const int64_t sizes[] = {3, 20000};
+  const int32_t perm[] = {1, 0};
+  for (size_t d = 4; d < 6; ++d) {
+    tt_tensor x;
+    tt_tensor_make_permuted(&x, k_numbers[d], 2, sizes, perm);
+    tt_fill(&x, 90 + d, 0, 1);
+    reduce_check(TSR_REDUCE_SUM, 2, &x);
+    reduce_check(TSR_REDUCE_MEAN, 3, &x);
+    reduce_check(TSR_REDUCE_MAX, 2, &x);
     tt_tensor_free(&x);
   }
 }
@@ -250,7 +273,7 @@ static void test_arg_reduce_finds_the_first_extreme_on_every_axis_and_dtype(void
   (void)state;
   const int64_t sizes[] = {4, 6, 5};
   const int32_t perm[] = {1, 2, 0};
-  for (size_t d = 0; d < 4; ++d) {
+  for (size_t d = 0; d < 6; ++d) {
     tt_tensor x;
     tt_tensor_make_permuted(&x, k_numbers[d], 3, sizes, perm);
     tt_fill(&x, 51 + d, -2, 2);  // few distinct values: many ties
@@ -280,20 +303,23 @@ static void test_arg_reduce_lets_the_first_nan_win(void **state) {
   const int64_t sizes[] = {6};
   const int64_t one[] = {1};
   const double xs[] = {1, 5, NAN, -7, NAN, 9};
-  tt_tensor x, out;
-  tt_tensor_make(&x, TSR_FLOAT64, 1, sizes, NULL, 0);
-  tt_tensor_make(&out, TSR_INT64, 1, one, NULL, 0);
-  for (int64_t i = 0; i < 6; ++i) tt_set(&x, &i, xs[i]);
-  int64_t zero = 0;
-  for (int fn = 0; fn < 2; ++fn) {
-    tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, 0};
-    tt_tensor *in[] = {&x};
-    tt_tensor *outs[] = {&out};
-    assert_int_equal(tt_run(TSR_OP_ARG_REDUCE, &attrs, in, 1, outs, 1, NULL), TSR_OK);
-    assert_true(tt_get(&out, &zero) == 2);
+  const tsr_dtype_t dtypes[] = {TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16};
+  for (int d = 0; d < 3; ++d) {
+    tt_tensor x, out;
+    tt_tensor_make(&x, dtypes[d], 1, sizes, NULL, 0);
+    tt_tensor_make(&out, TSR_INT64, 1, one, NULL, 0);
+    for (int64_t i = 0; i < 6; ++i) tt_set(&x, &i, xs[i]);
+    int64_t zero = 0;
+    for (int fn = 0; fn < 2; ++fn) {
+      tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, 0};
+      tt_tensor *in[] = {&x};
+      tt_tensor *outs[] = {&out};
+      assert_int_equal(tt_run(TSR_OP_ARG_REDUCE, &attrs, in, 1, outs, 1, NULL), TSR_OK);
+      assert_true(tt_get(&out, &zero) == 2);
+    }
+    tt_tensor_free(&x);
+    tt_tensor_free(&out);
   }
-  tt_tensor_free(&x);
-  tt_tensor_free(&out);
 }
 
 static void test_arg_reduce_refuses_an_empty_axis_and_a_non_int64_output(void **state) {
@@ -343,6 +369,7 @@ static void test_arg_reduce_of_many_rows_runs_on_the_pool(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reduce_every_fn_over_every_axis_set_matches_double_loops),
+      cmocka_unit_test(test_reduce_half_types_accumulate_long_sums_wide),
       cmocka_unit_test(test_reduce_reads_transposed_and_strided_views),
       cmocka_unit_test(test_reduce_of_an_empty_axis_gives_identity_or_nan_and_max_is_refused),
       cmocka_unit_test(test_reduce_max_and_min_propagate_nan),

@@ -70,10 +70,15 @@ static void test_copies_move_bytes_between_host_and_buffers(void **state) {
   assert_int_equal(tt_api->copy_device_to_device(NULL, a, 8, b, 16, 40), TSR_OK);
   assert_int_equal(tt_api->copy_device_to_host(NULL, b, 16, dst, 40), TSR_OK);
   assert_memory_equal(dst, src + 8, 40);
-  // Overlapping copy inside one buffer behaves as memmove.
-  assert_int_equal(tt_api->copy_device_to_device(NULL, a, 0, a, 1, 63), TSR_OK);
+  // Overlapping ranges inside one buffer are refused (docs/abi.md 7.4) and
+  // leave the buffer alone; disjoint ranges of one buffer copy.
+  assert_int_equal(tt_api->copy_device_to_device(NULL, a, 0, a, 1, 63), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "overlap"));
   assert_int_equal(tt_api->copy_device_to_host(NULL, a, 0, dst, 64), TSR_OK);
-  assert_memory_equal(dst + 1, src, 63);
+  assert_memory_equal(dst, src, 64);
+  assert_int_equal(tt_api->copy_device_to_device(NULL, a, 0, a, 32, 32), TSR_OK);
+  assert_int_equal(tt_api->copy_device_to_host(NULL, a, 0, dst, 64), TSR_OK);
+  assert_memory_equal(dst + 32, src, 32);
   // Zero bytes at the very end is fine.
   assert_int_equal(tt_api->copy_host_to_device(NULL, src, a, 64, 0), TSR_OK);
   assert_int_equal(tt_api->buffer_free(a, NULL), TSR_OK);

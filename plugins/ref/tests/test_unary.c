@@ -91,18 +91,23 @@ static void unary_run_check(tsr_unary_fn_t fn, double alpha, tt_tensor *x, tt_te
     double want = unary_want(fn, xv, alpha);
     if (dtype == TSR_FLOAT32) want = (float)want;
     double got = tt_get(out, idx);
-    if (!tt_close(got, want, dtype == TSR_FLOAT32 ? 4e-6 : 1e-14, 1e-7)) {
+    // The half types: the float32 result rounded once, so half an ulp of
+    // the exact value (atol covers float16's subnormal quantum).
+    double rtol = tt_is_half(dtype) ? tt_rtol(dtype) : dtype == TSR_FLOAT32 ? 4e-6 : 1e-14;
+    if (!tt_close(got, want, rtol, 1e-7)) {
       fail_msg("unary fn %d dtype %d x %.9g: got %.17g, want %.17g", (int)fn, (int)dtype, xv, got,
                want);
     }
   } while (tt_index_next(idx, out->desc.rank, out->desc.sizes));
 }
 
+static const tsr_dtype_t k_floats[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16};
+
 static void test_unary_every_fn_matches_double_loops_on_float(void **state) {
   (void)state;
   const int64_t sizes[] = {3, 41};
-  for (int d = 0; d < 2; ++d) {
-    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+  for (int d = 0; d < 4; ++d) {
+    tsr_dtype_t dtype = k_floats[d];
     for (tsr_unary_fn_t fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
       if (fn == TSR_UNARY_LOGICAL_NOT) continue;
       double lo, hi;
@@ -180,8 +185,8 @@ static void test_unary_nan_rules_hold_for_relu_sign_and_round_half_to_even(void 
   (void)state;
   const int64_t sizes[] = {6};
   const double xs[] = {NAN, -0.5, 0.5, 1.5, 2.5, -2.5};
-  for (int d = 0; d < 2; ++d) {
-    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+  for (int d = 0; d < 4; ++d) {
+    tsr_dtype_t dtype = k_floats[d];
     tt_tensor x, out;
     tt_tensor_make(&x, dtype, 1, sizes, NULL, 0);
     tt_tensor_make(&out, dtype, 1, sizes, NULL, 0);
@@ -233,6 +238,41 @@ static void test_unary_reads_strided_and_broadcast_views_and_runs_in_place(void 
   tt_tensor_free(&copy);
 }
 
+static void test_unary_half_types_read_strided_broadcast_and_in_place_views(void **state) {
+  (void)state;
+  const int64_t sizes[] = {7, 5, 3};
+  const int32_t perm[] = {2, 0, 1};
+  const int64_t broadcast_strides[] = {0, 1, 0};
+  for (int d = 2; d < 4; ++d) {
+    tt_tensor x, xb, out;
+    tt_tensor_make_permuted(&x, k_floats[d], 3, sizes, perm);
+    tt_tensor_make(&xb, k_floats[d], 3, sizes, broadcast_strides, 2);
+    tt_tensor_make(&out, k_floats[d], 3, sizes, NULL, 1);
+    tt_fill(&x, 410, -2, 2);
+    tt_fill(&xb, 411, -2, 2);
+    unary_run_check(TSR_UNARY_SIGMOID, 0.0, &x, &out);
+    unary_run_check(TSR_UNARY_ELU, 0.5, &xb, &out);
+    tt_tensor same = out;
+    out.desc.alias_group = 3;
+    same.desc.alias_group = 3;
+    tt_tensor before;
+    tt_tensor_make(&before, k_floats[d], 3, sizes, NULL, 0);
+    int64_t idx[3] = {0, 0, 0};
+    do tt_set(&before, idx, tt_get(&out, idx)); while (tt_index_next(idx, 3, sizes));
+    tsr_unary_attrs attrs = {sizeof(attrs), TSR_UNARY_EXP, 0, 0.0};
+    tt_tensor *in[] = {&out};
+    tt_tensor *outs[] = {&same};
+    assert_int_equal(tt_run(TSR_OP_UNARY, &attrs, in, 1, outs, 1, NULL), TSR_OK);
+    do {
+      assert_true(tt_close(tt_get(&out, idx), exp(tt_get(&before, idx)), tt_rtol(k_floats[d]), 0));
+    } while (tt_index_next(idx, 3, sizes));
+    tt_tensor_free(&x);
+    tt_tensor_free(&xb);
+    tt_tensor_free(&out);
+    tt_tensor_free(&before);
+  }
+}
+
 static void test_unary_large_input_runs_on_the_pool(void **state) {
   (void)state;
   const int64_t sizes[] = {200003};
@@ -244,13 +284,19 @@ static void test_unary_large_input_runs_on_the_pool(void **state) {
   unary_run_check(TSR_UNARY_NEG, 0.0, &x, &out);
   tt_tensor_free(&x);
   tt_tensor_free(&out);
+  tt_tensor_make(&x, TSR_BFLOAT16, 1, sizes, NULL, 0);
+  tt_tensor_make(&out, TSR_BFLOAT16, 1, sizes, NULL, 0);
+  tt_fill(&x, 501, -4, 4);
+  unary_run_check(TSR_UNARY_SILU, 0.0, &x, &out);
+  tt_tensor_free(&x);
+  tt_tensor_free(&out);
 }
 
 static void test_unary_backward_matches_numerical_derivatives(void **state) {
   (void)state;
   const int64_t sizes[] = {2, 37};
-  for (int d = 0; d < 2; ++d) {
-    tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+  for (int d = 0; d < 4; ++d) {
+    tsr_dtype_t dtype = k_floats[d];
     for (tsr_unary_fn_t fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
       if (!fn_has_backward(fn)) continue;
       double lo, hi;
@@ -276,11 +322,45 @@ static void test_unary_backward_matches_numerical_derivatives(void **state) {
         double xv = tt_get(&x, idx), dyv = tt_get(&dy, idx);
         double want = dyv * derivative_want(fn, xv, 0.3);
         double got = tt_get(&dx, idx);
-        if (!tt_close(got, want, 1e-4, 1e-5)) {
+        // The finite difference's own error, and for the half types the
+        // rounding of a float32 result.
+        double rtol = 1e-4 + (tt_is_half(dtype) ? tt_rtol(dtype) : 0);
+        if (!tt_close(got, want, rtol, 1e-5)) {
           fail_msg("unary_backward fn %d dtype %d x %.9g: got %.9g, want %.9g", (int)fn,
                    (int)dtype, xv, got, want);
         }
       } while (tt_index_next(idx, 2, sizes));
+      tt_tensor_free(&dy);
+      tt_tensor_free(&x);
+      tt_tensor_free(&dx);
+    }
+  }
+}
+
+static void test_unary_backward_is_nan_where_x_is_nan_for_every_fn(void **state) {
+  (void)state;
+  const int64_t sizes[] = {3};
+  for (int d = 0; d < 4; ++d) {
+    for (tsr_unary_fn_t fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
+      if (!fn_has_backward(fn)) continue;
+      tt_tensor dy, x, dx;
+      tt_tensor_make(&dy, k_floats[d], 1, sizes, NULL, 0);
+      tt_tensor_make(&x, k_floats[d], 1, sizes, NULL, 0);
+      tt_tensor_make(&dx, k_floats[d], 1, sizes, NULL, 0);
+      for (int64_t i = 0; i < 3; ++i) {
+        tt_set(&dy, &i, 1.5 - (double)i);
+        tt_set(&x, &i, NAN);
+      }
+      tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, 0.1};
+      tt_tensor *in[] = {&dy, &x};
+      tt_tensor *outs[] = {&dx};
+      assert_int_equal(tt_run(TSR_OP_UNARY_BACKWARD, &attrs, in, 2, outs, 1, NULL), TSR_OK);
+      for (int64_t i = 0; i < 3; ++i) {
+        if (!isnan(tt_get(&dx, &i))) {
+          fail_msg("unary_backward fn %d dtype %d: dx %g for x NaN", (int)fn, (int)k_floats[d],
+                   tt_get(&dx, &i));
+        }
+      }
       tt_tensor_free(&dy);
       tt_tensor_free(&x);
       tt_tensor_free(&dx);
@@ -342,8 +422,10 @@ int main(void) {
       cmocka_unit_test(test_unary_logical_not_takes_bool_only),
       cmocka_unit_test(test_unary_nan_rules_hold_for_relu_sign_and_round_half_to_even),
       cmocka_unit_test(test_unary_reads_strided_and_broadcast_views_and_runs_in_place),
+      cmocka_unit_test(test_unary_half_types_read_strided_broadcast_and_in_place_views),
       cmocka_unit_test(test_unary_large_input_runs_on_the_pool),
       cmocka_unit_test(test_unary_backward_matches_numerical_derivatives),
+      cmocka_unit_test(test_unary_backward_is_nan_where_x_is_nan_for_every_fn),
       cmocka_unit_test(test_unary_backward_refuses_fns_without_backward_and_int),
   };
   int failed = cmocka_run_group_tests_name("unary, serial host", tests, tt_setup_serial, tt_teardown);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "half.h"
 #include "test_host.h"
 
 const tsr_plugin_api *tt_api;
@@ -100,6 +101,8 @@ double tt_get(const tt_tensor *t, const int64_t *idx) {
   switch (t->desc.dtype) {
     case TSR_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
     case TSR_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+    case TSR_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return tsr_ref_bf16_to_f32(v); }
+    case TSR_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return tsr_ref_f16_to_f32(v); }
     case TSR_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
     case TSR_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case TSR_BOOL: return (double)(uint8_t)*p;
@@ -112,6 +115,17 @@ void tt_set(tt_tensor *t, const int64_t *idx, double value) {
   switch (t->desc.dtype) {
     case TSR_FLOAT32: { float v = (float)value; memcpy(p, &v, 4); break; }
     case TSR_FLOAT64: memcpy(p, &value, 8); break;
+    case TSR_BFLOAT16: {
+      // Rounded here, independently of ref; then exact in float32.
+      uint16_t v = tsr_ref_f32_to_bf16((float)tt_round(value, TSR_BFLOAT16));
+      memcpy(p, &v, 2);
+      break;
+    }
+    case TSR_FLOAT16: {
+      uint16_t v = tsr_ref_f32_to_f16((float)tt_round(value, TSR_FLOAT16));
+      memcpy(p, &v, 2);
+      break;
+    }
     case TSR_INT32: {
       int32_t v = value >= 2147483647.0 ? INT32_MAX
                   : value <= -2147483648.0 ? INT32_MIN : (int32_t)value;
@@ -241,6 +255,33 @@ double tt_rtol(tsr_dtype_t dtype) {
   switch (dtype) {
     case TSR_FLOAT32: return 2e-6;
     case TSR_FLOAT64: return 1e-13;
+    // Half an ulp at the top of a binade, plus float32's own error.
+    case TSR_BFLOAT16: return 0x1.02p-8;
+    case TSR_FLOAT16: return 0x1.02p-11;
     default: return 0;
   }
 }
+
+// |v| rounded to nearest even with |p| significand bits, exponents down to
+// |emin| (below it the quantum stays 2^(emin - p + 1): subnormals), and
+// infinity beyond |max_finite|. Every step is exact in double.
+static double tt_round_binary(double v, int p, int emin, double max_finite) {
+  if (isnan(v) || isinf(v) || v == 0) return v;
+  int e;
+  frexp(v, &e);  // |v| in [2^(e-1), 2^e)
+  int lead = e - 1 < emin ? emin : e - 1;
+  double quantum = ldexp(1.0, lead - (p - 1));
+  double r = nearbyint(v / quantum) * quantum;
+  return fabs(r) > max_finite ? copysign(INFINITY, v) : r;
+}
+
+double tt_round(double v, tsr_dtype_t dtype) {
+  switch (dtype) {
+    case TSR_FLOAT32: return (float)v;
+    case TSR_BFLOAT16: return tt_round_binary(v, 8, -126, 0x1.fep127);
+    case TSR_FLOAT16: return tt_round_binary(v, 11, -14, 65504.0);
+    default: return v;
+  }
+}
+
+int tt_is_half(tsr_dtype_t dtype) { return dtype == TSR_BFLOAT16 || dtype == TSR_FLOAT16; }

@@ -61,7 +61,15 @@ tsr_status tt_supports(int32_t op, const void *attrs, tt_tensor *const *inputs,
 // infinities match themselves.
 int tt_close(double got, double want, double rtol, double atol);
 
-// Tolerances by dtype for results computed in that dtype.
+// Tolerances by dtype for results computed in that dtype (the half types:
+// half an ulp, relative, for a float32 result rounded once).
 double tt_rtol(tsr_dtype_t dtype);
+
+// |v| rounded to nearest even in float |dtype| (float32, bfloat16, float16,
+// with subnormals and overflow to infinity); other dtypes return |v|.
+// Written independently of ref's conversions.
+double tt_round(double v, tsr_dtype_t dtype);
+// 1 for bfloat16 and float16.
+int tt_is_half(tsr_dtype_t dtype);
 
 #endif  // TESSERA_PLUGINS_REF_TESTS_TEST_UTIL_H_

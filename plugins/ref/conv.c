@@ -1,0 +1,471 @@
+// CONV2D, CONV2D_BACKWARD_DATA and CONV2D_BACKWARD_FILTER: validation, and
+// the tiling, threading and workspace decisions. The kernels are in
+// conv_impl.h (instantiated by conv_f32.c and conv_f64.c).
+#include <string.h>
+
+#include "conv.h"
+#include "host.h"
+#include "plan.h"
+#include "signature.h"
+
+#define TSR_REF_CONV_DTYPES                                                  \
+  (TSR_DTYPE_BIT(TSR_FLOAT32) | TSR_DTYPE_BIT(TSR_FLOAT64) |                 \
+   TSR_DTYPE_BIT(TSR_BFLOAT16) | TSR_DTYPE_BIT(TSR_FLOAT16))
+// One tile of the im2col matrix: half of this machine's 512 KiB L2, so the
+// GEMM's packed panels fit beside it.
+#define TSR_REF_CONV_TILE_BYTES (256 * 1024)
+// Fixed batch tiles of the filter gradient: the partial sums summed in order.
+#define TSR_REF_CONV_FILTER_TILES 8
+// ... unless their partial sums would take more than this.
+#define TSR_REF_CONV_FILTER_PARTIAL_BYTES (64ull << 20)
+// As matmul.c: below this many multiply-adds per GEMM, packing costs more
+// than it saves; below this many flops in all, a pool hand-off is not worth it.
+#define TSR_REF_CONV_NAIVE_MAX_MACS 4096
+#define TSR_REF_CONV_PARALLEL_MIN_FLOPS 4000000.0
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static tsr_status tsr_ref_conv_execute(const tsr_plugin_plan *plan, char *const *ptrs,
+                                       char *workspace) {
+  const tsr_ref_conv_plan *cv = &plan->u.conv;
+  if (cv->dtype == TSR_FLOAT64) return tsr_ref_conv_f64_execute(cv, ptrs, workspace);
+  return tsr_ref_conv_f32_execute(cv, ptrs, workspace);
+}
+
+// Reads the attributes, defaults for NULL or for fields beyond struct_size,
+// and checks their ranges.
+static tsr_status tsr_ref_conv_attrs_read(const tsr_op_signature *signature,
+                                          tsr_conv2d_attrs *out) {
+  const char *op = tsr_op_name(signature->op);
+  const tsr_conv2d_attrs *a = signature->attrs;
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->stride[0] = out->stride[1] = 1;
+  out->dilation[0] = out->dilation[1] = 1;
+  out->groups = 1;
+  out->activation = TSR_ACTIVATION_NONE;
+  if (a != NULL) {
+    if (a->struct_size < sizeof(size_t)) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: attrs struct_size %zu is too small", op,
+                               a->struct_size);
+    }
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, stride)) memcpy(out->stride, a->stride, sizeof(a->stride));
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, pad_before)) {
+      memcpy(out->pad_before, a->pad_before, sizeof(a->pad_before));
+    }
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, pad_after)) {
+      memcpy(out->pad_after, a->pad_after, sizeof(a->pad_after));
+    }
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, dilation)) {
+      memcpy(out->dilation, a->dilation, sizeof(a->dilation));
+    }
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, groups)) out->groups = a->groups;
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, activation)) out->activation = a->activation;
+    if (TSR_ABI_COVERS(a, tsr_conv2d_attrs, has_bias)) out->has_bias = a->has_bias != 0;
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (out->stride[d] < 1) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: stride[%d] is %lld", op, d,
+                               (long long)out->stride[d]);
+    }
+    if (out->dilation[d] < 1) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: dilation[%d] is %lld", op, d,
+                               (long long)out->dilation[d]);
+    }
+    if (out->pad_before[d] < 0 || out->pad_after[d] < 0) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s[%d] is %lld", op,
+                               out->pad_before[d] < 0 ? "pad_before" : "pad_after", d,
+                               (long long)(out->pad_before[d] < 0 ? out->pad_before[d]
+                                                                  : out->pad_after[d]));
+    }
+  }
+  if (out->groups < 1) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: groups is %lld", op,
+                             (long long)out->groups);
+  }
+  if (out->activation < 0 || out->activation >= TSR_ACTIVATION_COUNT) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: activation %d is unknown", op,
+                             (int)out->activation);
+  }
+  if (signature->op != TSR_OP_CONV2D && out->activation != TSR_ACTIVATION_NONE) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "%s: activation is %d; the backward ops take NONE (0) only", op,
+                             (int)out->activation);
+  }
+  return TSR_OK;
+}
+
+static tsr_status tsr_ref_conv_rank_check(const char *op, const tsr_ref_operand *t,
+                                          int32_t rank) {
+  if (t->rank != rank) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s rank is %d, expected %d", op, t->name,
+                             (int)t->rank, (int)rank);
+  }
+  return TSR_OK;
+}
+
+static tsr_status tsr_ref_conv_size_check(const char *op, const tsr_ref_operand *t, int32_t d,
+                                          int64_t want, const char *what) {
+  if (t->sizes[d] != want) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s sizes[%d] is %lld, expected %lld (%s)",
+                             op, t->name, (int)d, (long long)t->sizes[d], (long long)want, what);
+  }
+  return TSR_OK;
+}
+
+// Checks the shapes of the x-role (x or dx), w-role (w or dw), y-role (y or
+// dy) and optional bias-role operands against each other and the formula
+// for OH and OW, and fills the problem in |cv|.
+static tsr_status tsr_ref_conv_shapes_check(const char *op, const tsr_conv2d_attrs *attrs,
+                                            const tsr_ref_operand *x, const tsr_ref_operand *w,
+                                            const tsr_ref_operand *y,
+                                            const tsr_ref_operand *bias, tsr_ref_conv_plan *cv) {
+  tsr_status status = tsr_ref_conv_rank_check(op, x, 4);
+  if (status == TSR_OK) status = tsr_ref_conv_rank_check(op, w, 4);
+  if (status == TSR_OK) status = tsr_ref_conv_rank_check(op, y, 4);
+  if (status == TSR_OK && bias != NULL) status = tsr_ref_conv_rank_check(op, bias, 1);
+  if (status != TSR_OK) return status;
+  const int64_t groups = attrs->groups;
+  const int64_t c = x->sizes[1], o = w->sizes[0];
+  if (c % groups != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "%s: groups %lld does not divide %s's channel count C = %lld", op,
+                             (long long)groups, x->name, (long long)c);
+  }
+  if (o % groups != 0) {
+    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                             "%s: groups %lld does not divide %s's output channel count O = %lld",
+                             op, (long long)groups, w->name, (long long)o);
+  }
+  status = tsr_ref_conv_size_check(op, w, 1, c / groups, "C / groups");
+  if (status != TSR_OK) return status;
+  for (int d = 2; d < 4; ++d) {
+    if (w->sizes[d] < 1) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s sizes[%d] is %lld; kernels are at "
+                               "least 1 wide", op, w->name, d, (long long)w->sizes[d]);
+    }
+  }
+  int64_t out_sizes[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x->sizes[2 + d], k = w->sizes[2 + d];
+    // May be negative when the kernel is wider than the padded input.
+    const int64_t span = in + attrs->pad_before[d] + attrs->pad_after[d] -
+                         attrs->dilation[d] * (k - 1) - 1;
+    out_sizes[d] = tsr_ref_conv_div_floor(span, attrs->stride[d]) + 1;
+    if (out_sizes[d] < 1) {
+      return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+                               "%s: output %s would be %lld (input %lld, pads %lld + %lld, "
+                               "kernel %lld, dilation %lld, stride %lld); it must be at least 1",
+                               op, d == 0 ? "height" : "width", (long long)out_sizes[d],
+                               (long long)in, (long long)attrs->pad_before[d],
+                               (long long)attrs->pad_after[d], (long long)k,
+                               (long long)attrs->dilation[d], (long long)attrs->stride[d]);
+    }
+  }
+  status = tsr_ref_conv_size_check(op, y, 0, x->sizes[0], "N");
+  if (status == TSR_OK) status = tsr_ref_conv_size_check(op, y, 1, o, "O");
+  if (status == TSR_OK) status = tsr_ref_conv_size_check(op, y, 2, out_sizes[0], "OH by the formula");
+  if (status == TSR_OK) status = tsr_ref_conv_size_check(op, y, 3, out_sizes[1], "OW by the formula");
+  if (status == TSR_OK && bias != NULL) status = tsr_ref_conv_size_check(op, bias, 0, o, "O");
+  if (status != TSR_OK) return status;
+
+  cv->n = x->sizes[0];
+  cv->c = c;
+  cv->h = x->sizes[2];
+  cv->w = x->sizes[3];
+  cv->o = o;
+  cv->oh = out_sizes[0];
+  cv->ow = out_sizes[1];
+  cv->kh = w->sizes[2];
+  cv->kw = w->sizes[3];
+  cv->groups = groups;
+  cv->cg = c / groups;
+  cv->og = o / groups;
+  for (int d = 0; d < 2; ++d) {
+    cv->stride[d] = attrs->stride[d];
+    cv->pad[d] = attrs->pad_before[d];
+    cv->dilation[d] = attrs->dilation[d];
+  }
+  cv->k = cv->cg * cv->kh * cv->kw;
+  cv->cols = cv->oh * cv->ow;
+  for (int d = 0; d < 4; ++d) {
+    cv->xs[d] = x->strides[d];
+    cv->ws[d] = w->strides[d];
+    cv->ys[d] = y->strides[d];
+  }
+  cv->bias_stride = bias != NULL ? bias->strides[0] : 0;
+  return TSR_OK;
+}
+
+// The serial blocking of ref's GEMM (matmul.c's, for one thread) for |mm|'s
+// m, n and k; returns the packing bytes it needs.
+static uint64_t tsr_ref_conv_gemm_blocking_set(tsr_ref_matmul_plan *mm, int naive) {
+  const tsr_ref_gemm_geometry *g =
+      mm->dtype == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
+  const uint64_t elem = mm->dtype == TSR_FLOAT32 ? 4 : 8;
+  mm->batch_count = 1;
+  mm->slots = 1;
+  mm->n_chunks = 1;
+  if (naive || mm->m == 0 || mm->n == 0) {
+    mm->mode = TSR_REF_MATMUL_NAIVE;
+    return 0;
+  }
+  mm->mode = TSR_REF_MATMUL_SERIAL;
+  mm->kc = mm->k < g->kc ? mm->k : g->kc;
+  mm->nc = min64(round_up(mm->n, g->nr), g->nc_max);
+  const int64_t m_blocks = div_up(mm->m, g->mc_max);
+  mm->mc = round_up(div_up(mm->m, m_blocks), g->mr);
+  mm->m_blocks = div_up(mm->m, mm->mc);
+  const uint64_t a_bytes = ((uint64_t)mm->mc * (uint64_t)mm->kc * elem + 63) & ~63ull;
+  const uint64_t b_bytes = ((uint64_t)mm->kc * (uint64_t)mm->nc * elem + 63) & ~63ull;
+  mm->slot_bytes = a_bytes + b_bytes;
+  return mm->slot_bytes;
+}
+
+// Adds |count| * |each| bytes, rounded up to 64, to |*total|; sets |*overflow|.
+static uint64_t tsr_ref_conv_region(uint64_t *total, int *overflow, uint64_t count,
+                                    uint64_t each) {
+  uint64_t bytes = 0;
+  *overflow |= __builtin_mul_overflow(count, each, &bytes);
+  *overflow |= __builtin_add_overflow(bytes, 63, &bytes);
+  bytes &= ~63ull;
+  const uint64_t offset = *total;
+  *overflow |= __builtin_add_overflow(*total, bytes, total);
+  return offset;
+}
+
+// Chooses tiles, items and the GEMM, and lays out the workspace.
+static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan) {
+  tsr_ref_conv_plan *cv = &plan->u.conv;
+  const int is_data = cv->op == TSR_OP_CONV2D_BACKWARD_DATA;
+  const int is_filter = cv->op == TSR_OP_CONV2D_BACKWARD_FILTER;
+  const tsr_dtype_t compute = cv->dtype == TSR_FLOAT64 ? TSR_FLOAT64 : TSR_FLOAT32;
+  const uint64_t ce = compute == TSR_FLOAT64 ? 8 : 4;
+  const tsr_ref_gemm_geometry *geo =
+      compute == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
+  const int32_t threads = tsr_ref_thread_count_get();
+  const double flops =
+      2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)cv->k;
+  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
+  cv->slots = cv->parallel ? threads : 1;
+
+  // y (dy) read or written in place: the compute type is its dtype, and its
+  // two spatial dimensions collapse into one of stride y_pos_stride.
+  cv->direct = 0;
+  if (cv->dtype == compute) {
+    if (cv->ow == 1) {
+      cv->direct = 1;
+      cv->y_pos_stride = cv->ys[2];
+    } else if (cv->oh == 1 || cv->ys[2] == cv->ow * cv->ys[3]) {
+      cv->direct = 1;
+      cv->y_pos_stride = cv->ys[3];
+    }
+  }
+
+  // Position tiles, from the shape alone: they fix the order of the
+  // backward sums. K * tile_cols compute elements stay within the budget.
+  const uint64_t col_row_bytes = (uint64_t)max64(cv->k, 1) * ce;
+  int64_t tile = cv->cols;
+  if ((uint64_t)cv->cols * col_row_bytes > TSR_REF_CONV_TILE_BYTES) {
+    tile = max64(geo->nr, (int64_t)(TSR_REF_CONV_TILE_BYTES / col_row_bytes));
+    tile = min64(round_up(div_up(cv->cols, div_up(cv->cols, tile)), geo->nr), cv->cols);
+  }
+  if (cv->op == TSR_OP_CONV2D && cv->parallel) {
+    // The forward's sums do not depend on the tiles: cut finer when there
+    // are too few images for the threads.
+    const int64_t want = div_up(2 * (int64_t)threads, max64(cv->n * cv->groups, 1));
+    if (div_up(cv->cols, tile) < want) {
+      tile = min64(max64(geo->nr, round_up(div_up(cv->cols, want), geo->nr)), cv->cols);
+    }
+  }
+  cv->tile_cols = tile;
+  cv->tiles = div_up(cv->cols, tile);
+
+  cv->batch_tile = 1;
+  cv->batch_tiles = 0;
+  if (is_filter && cv->n > 0) {
+    int64_t tiles = min64(cv->n, TSR_REF_CONV_FILTER_TILES);
+    const uint64_t per_tile = (uint64_t)cv->o * (uint64_t)cv->k * ce;
+    while (tiles > 1 && per_tile * (uint64_t)tiles > TSR_REF_CONV_FILTER_PARTIAL_BYTES) --tiles;
+    cv->batch_tile = div_up(cv->n, tiles);
+    cv->batch_tiles = div_up(cv->n, cv->batch_tile);
+  }
+  // The backward ops split the input channels when there are too few
+  // images (batch tiles) for the threads: blocks of channels own disjoint
+  // rows of dx, or columns of dw, so the sums do not change.
+  cv->c_block = max64(cv->cg, 1);
+  cv->c_blocks = 1;
+  const int64_t images = max64(is_filter ? cv->batch_tiles * cv->groups : cv->n * cv->groups, 1);
+  if ((is_data || is_filter) && cv->parallel && cv->cg > 0 && images < 2 * (int64_t)threads) {
+    const int64_t want = min64(cv->cg, div_up(2 * (int64_t)threads, images));
+    cv->c_block = div_up(cv->cg, want);
+    cv->c_blocks = div_up(cv->cg, cv->c_block);
+  }
+  if (is_data) {
+    cv->items = cv->n * cv->groups * cv->c_blocks;
+  } else if (is_filter) {
+    cv->items = cv->batch_tiles * cv->groups * cv->c_blocks;
+  } else {
+    cv->items = cv->n * cv->groups * cv->tiles;
+  }
+  cv->grain = 1;
+
+  // The GEMM of one full tile. Naive or blocked is decided from the whole
+  // per-image problem, so the choice does not move with the tiles.
+  tsr_ref_matmul_plan *mm = &cv->gemm;
+  memset(mm, 0, sizeof(*mm));
+  mm->dtype = compute;
+  mm->alpha = 1.0;
+  mm->beta = 0.0;
+  const int64_t y_rs = cv->direct ? cv->ys[1] : tile;
+  const int64_t y_cs = cv->direct ? cv->y_pos_stride : 1;
+  const double macs = (double)cv->og * (double)cv->cols * (double)cv->k;
+  const int naive = macs <= TSR_REF_CONV_NAIVE_MAX_MACS;
+  if (is_data) {
+    // dcol [c_block * KH * KW x tile] = W_g^T [.. x Og] . dy [Og x tile]
+    mm->m = cv->c_block * cv->kh * cv->kw;
+    mm->n = tile;
+    mm->k = cv->og;
+    mm->a_rs = 1;
+    mm->a_cs = cv->k;
+    mm->b_rs = y_rs;
+    mm->b_cs = y_cs;
+    mm->c_rs = tile;
+    mm->c_cs = 1;
+  } else if (is_filter) {
+    // dW_g [Og x c_block * KH * KW] (+)= dy [Og x tile] . col^T [tile x ..]
+    mm->m = cv->og;
+    mm->n = cv->c_block * cv->kh * cv->kw;
+    mm->k = tile;
+    mm->a_rs = y_rs;
+    mm->a_cs = y_cs;
+    mm->b_rs = 1;
+    mm->b_cs = tile;
+    mm->c_rs = cv->k;
+    mm->c_cs = 1;
+  } else {
+    // y [Og x tile] = act(W_g [Og x K] . col [K x tile] + bias)
+    mm->m = cv->og;
+    mm->n = tile;
+    mm->k = cv->k;
+    mm->a_rs = cv->k;
+    mm->a_cs = 1;
+    mm->b_rs = tile;
+    mm->b_cs = 1;
+    mm->c_rs = y_rs;
+    mm->c_cs = y_cs;
+    mm->has_bias = cv->has_bias;
+    mm->bias_rs = 1;
+    mm->bias_cs = 0;
+    mm->activation = cv->activation;
+  }
+  const uint64_t gemm_bytes = tsr_ref_conv_gemm_blocking_set(mm, naive);
+
+  int overflow = 0;
+  uint64_t shared = 0;
+  if (is_filter) {
+    const uint64_t partial_tiles = (uint64_t)max64(cv->batch_tiles, 1);
+    tsr_ref_conv_region(&shared, &overflow, partial_tiles * (uint64_t)cv->o, (uint64_t)cv->k * ce);
+    tsr_ref_conv_region(&shared, &overflow, partial_tiles * (uint64_t)cv->o, sizeof(double));
+  } else {
+    tsr_ref_conv_region(&shared, &overflow, (uint64_t)cv->o, (uint64_t)cv->k * ce);
+    if (cv->has_bias && !is_data) tsr_ref_conv_region(&shared, &overflow, (uint64_t)cv->o, ce);
+  }
+  uint64_t slot = 0;
+  const uint64_t col_rows = (uint64_t)(is_data || is_filter ? cv->c_block : cv->cg) *
+                            (uint64_t)(cv->kh * cv->kw);
+  cv->col_offset = tsr_ref_conv_region(&slot, &overflow, col_rows * (uint64_t)tile, ce);
+  cv->gemm_offset = tsr_ref_conv_region(&slot, &overflow, gemm_bytes, 1);
+  cv->stage_offset = tsr_ref_conv_region(
+      &slot, &overflow, cv->direct ? 0 : (uint64_t)cv->og * (uint64_t)tile, ce);
+  cv->acc_offset = tsr_ref_conv_region(
+      &slot, &overflow, is_data ? (uint64_t)cv->c_block * (uint64_t)(cv->h * cv->w) : 0, ce);
+  cv->shared_bytes = shared;
+  cv->slot_bytes = slot;
+  uint64_t total = 0;
+  overflow |= __builtin_mul_overflow(slot, (uint64_t)cv->slots, &total);
+  overflow |= __builtin_add_overflow(total, shared + 64, &total);
+  if (overflow || total > (uint64_t)INT64_MAX) {
+    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s needs a workspace beyond 2^63 bytes", op);
+  }
+  // 64 bytes of slack let execution round an arbitrary workspace offset up.
+  plan->workspace_bytes = total;
+  return TSR_OK;
+}
+
+// The checks and decisions all three ops share once their operands are
+// named: dtypes, shapes, overlap, then the layout.
+static tsr_status tsr_ref_conv_plan_finish(const tsr_op_signature *signature,
+                                           tsr_plugin_plan *plan, const tsr_conv2d_attrs *attrs,
+                                           int x_index, int w_index, int y_index,
+                                           int bias_index) {
+  const char *op = tsr_op_name(signature->op);
+  const int32_t count = plan->num_inputs + plan->num_outputs;
+  const tsr_ref_operand *first = &plan->operands[0];
+  tsr_status status = tsr_ref_dtype_check(signature, first, TSR_REF_CONV_DTYPES,
+                                          "the conv2d ops take float");
+  for (int32_t i = 1; i < count && status == TSR_OK; ++i) {
+    status = tsr_ref_same_dtype_check(signature, first, &plan->operands[i]);
+  }
+  if (status != TSR_OK) return status;
+  tsr_ref_conv_plan *cv = &plan->u.conv;
+  memset(cv, 0, sizeof(*cv));
+  cv->op = signature->op;
+  cv->dtype = first->dtype;
+  cv->elem_size = (int32_t)first->elem_size;
+  cv->has_bias = bias_index >= 0;
+  cv->activation = attrs->activation;
+  status = tsr_ref_conv_shapes_check(op, attrs, &plan->operands[x_index],
+                                     &plan->operands[w_index], &plan->operands[y_index],
+                                     bias_index >= 0 ? &plan->operands[bias_index] : NULL, cv);
+  for (int32_t o = plan->num_inputs; o < count && status == TSR_OK; ++o) {
+    status = tsr_ref_output_overlap_check(signature, &plan->operands[o]);
+  }
+  if (status == TSR_OK) status = tsr_ref_alias_check(signature, plan, 0);
+  if (status == TSR_OK) status = tsr_ref_conv_layout_set(op, plan);
+  if (status != TSR_OK) return status;
+  plan->execute = tsr_ref_conv_execute;
+  plan->engine = "ref:im2col-gemm";
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_conv2d_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {
+  tsr_conv2d_attrs attrs;
+  tsr_status status = tsr_ref_conv_attrs_read(signature, &attrs);
+  if (status != TSR_OK) return status;
+  static const char *const with_bias[] = {"x", "w", "bias", "y"};
+  static const char *const without_bias[] = {"x", "w", "y"};
+  status = attrs.has_bias ? tsr_ref_operands_init(signature, plan, 3, 3, 1, with_bias)
+                          : tsr_ref_operands_init(signature, plan, 2, 2, 1, without_bias);
+  if (status != TSR_OK) return status;
+  return tsr_ref_conv_plan_finish(signature, plan, &attrs, 0, 1, attrs.has_bias ? 3 : 2,
+                                  attrs.has_bias ? 2 : -1);
+}
+
+tsr_status tsr_ref_conv2d_backward_data_plan_init(const tsr_op_signature *signature,
+                                                  tsr_plugin_plan *plan) {
+  tsr_conv2d_attrs attrs;
+  tsr_status status = tsr_ref_conv_attrs_read(signature, &attrs);
+  if (status != TSR_OK) return status;
+  static const char *const names[] = {"dy", "w", "dx"};
+  status = tsr_ref_operands_init(signature, plan, 2, 2, 1, names);
+  if (status != TSR_OK) return status;
+  // has_bias is ignored here, as the catalogue says.
+  return tsr_ref_conv_plan_finish(signature, plan, &attrs, 2, 1, 0, -1);
+}
+
+tsr_status tsr_ref_conv2d_backward_filter_plan_init(const tsr_op_signature *signature,
+                                                    tsr_plugin_plan *plan) {
+  tsr_conv2d_attrs attrs;
+  tsr_status status = tsr_ref_conv_attrs_read(signature, &attrs);
+  if (status != TSR_OK) return status;
+  static const char *const with_bias[] = {"dy", "x", "dw", "dbias"};
+  static const char *const without_bias[] = {"dy", "x", "dw"};
+  status = attrs.has_bias ? tsr_ref_operands_init(signature, plan, 2, 2, 2, with_bias)
+                          : tsr_ref_operands_init(signature, plan, 2, 2, 1, without_bias);
+  if (status != TSR_OK) return status;
+  return tsr_ref_conv_plan_finish(signature, plan, &attrs, 1, 2, 0, attrs.has_bias ? 3 : -1);
+}

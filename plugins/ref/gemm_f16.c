@@ -1,0 +1,15 @@
+// The float16 GEMM: gemm_impl.h computing in float32 on float16 storage. It
+// shares float32's geometry (tsr_ref_gemm_f32_geometry).
+#include <stdint.h>
+
+#include "half.h"
+
+#define TSR_REF_GEMM_T float
+#define TSR_REF_GEMM_ELEM_BYTES 4
+#define TSR_REF_GEMM_TAG f32
+#define TSR_REF_GEMM_TANH tanhf
+#define TSR_REF_GEMM_EXECUTE tsr_ref_gemm_f16_execute
+#define TSR_REF_GEMM_S uint16_t
+#define TSR_REF_GEMM_LOAD(v) tsr_ref_f16_to_f32(v)
+#define TSR_REF_GEMM_STORE(v) tsr_ref_f32_to_f16(v)
+#include "gemm_impl.h"

@@ -1,0 +1,721 @@
+// CONV2D, CONV2D_BACKWARD_DATA and CONV2D_BACKWARD_FILTER against float64
+// loops of the catalogue's formulas: every float dtype, groups, strides,
+// asymmetric padding, dilation, bias and activations, NCHW / NHWC / gapped
+// views, position tiles, size-0 and size-1 cases; the backward ops against
+// central differences of the forward; thread-count independence; refusals.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+// clang-format on
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_host.h"
+#include "test_util.h"
+
+static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16};
+
+typedef struct conv_case {
+  int64_t n, c, h, w, o, kh, kw;
+  int64_t stride[2], pad_before[2], pad_after[2], dilation[2], groups;
+  int has_bias;
+  tsr_activation_t act;
+} conv_case;
+
+enum { LAYOUT_NCHW = 0, LAYOUT_NHWC = 1, LAYOUT_GAPPED = 2, LAYOUT_COUNT = 3 };
+
+static int64_t out_size(const conv_case *cc, int d) {
+  const int64_t in = d == 0 ? cc->h : cc->w, k = d == 0 ? cc->kh : cc->kw;
+  return (in + cc->pad_before[d] + cc->pad_after[d] - cc->dilation[d] * (k - 1) - 1) /
+             cc->stride[d] + 1;
+}
+
+static tsr_conv2d_attrs attrs_of(const conv_case *cc) {
+  tsr_conv2d_attrs a;
+  memset(&a, 0, sizeof(a));
+  a.struct_size = sizeof(a);
+  for (int d = 0; d < 2; ++d) {
+    a.stride[d] = cc->stride[d];
+    a.pad_before[d] = cc->pad_before[d];
+    a.pad_after[d] = cc->pad_after[d];
+    a.dilation[d] = cc->dilation[d];
+  }
+  a.groups = cc->groups;
+  a.activation = cc->act;
+  a.has_bias = (uint32_t)cc->has_bias;
+  return a;
+}
+
+// A rank-|rank| tensor in |layout|: row-major; channels last (dimension 1
+// innermost); or row-major over sizes + 1 (gaps after every row and plane)
+// starting 3 elements in.
+static void tensor_make(tt_tensor *t, tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
+                        int layout) {
+  if (layout == LAYOUT_NHWC && rank == 4) {
+    const int32_t perm[] = {0, 3, 1, 2};
+    tt_tensor_make_permuted(t, dtype, rank, sizes, perm);
+  } else if (layout == LAYOUT_GAPPED) {
+    int64_t strides[TSR_MAX_RANK], stride = 1;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= sizes[d] + 1;
+    }
+    tt_tensor_make(t, dtype, rank, sizes, strides, 3);
+  } else {
+    tt_tensor_make(t, dtype, rank, sizes, NULL, 0);
+  }
+}
+
+// Fails unless every byte of |t|'s buffer outside its elements still holds
+// tt_tensor_make's poison.
+static void gaps_check(const tt_tensor *t) {
+  const int64_t elem = (int64_t)tsr_dtype_size(t->desc.dtype);
+  int64_t extent = 1;
+  for (int32_t d = 0; d < t->desc.rank; ++d) extent += (t->desc.sizes[d] - 1) * t->desc.strides[d];
+  if (tt_numel(t) == 0) return;
+  const int64_t bytes = (int64_t)t->desc.byte_offset + extent * elem;
+  char *mine = calloc((size_t)bytes, 1);
+  int64_t idx[TSR_MAX_RANK] = {0};
+  do {
+    int64_t off = (int64_t)t->desc.byte_offset;
+    for (int32_t d = 0; d < t->desc.rank; ++d) off += idx[d] * t->desc.strides[d] * elem;
+    memset(mine + off, 1, (size_t)elem);
+  } while (tt_index_next(idx, t->desc.rank, t->desc.sizes));
+  for (int64_t i = 0; i < bytes; ++i) {
+    if (!mine[i] && (unsigned char)t->base[i] != 0x7f) {
+      free(mine);
+      fail_msg("byte %lld outside the view was written", (long long)i);
+    }
+  }
+  free(mine);
+}
+
+static double activation_want(tsr_activation_t act, double v) {
+  switch (act) {
+    case TSR_ACTIVATION_RELU: return v < 0 ? 0 : v;
+    case TSR_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    case TSR_ACTIVATION_GELU_TANH:
+      return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    case TSR_ACTIVATION_SIGMOID: return 1 / (1 + exp(-v));
+    case TSR_ACTIVATION_TANH: return tanh(v);
+    default: return v;
+  }
+}
+
+// |got| against a float64 |want| whose terms summed to |magnitude| in
+// absolute value: the dtype's rounding of the result plus float32 (or
+// float64) accumulation error.
+static void value_check(const char *what, const int64_t *idx, double got, double want,
+                        double magnitude, tsr_dtype_t dtype) {
+  const double acc = dtype == TSR_FLOAT64 ? 1e-13 : 2e-6;
+  const double rtol = dtype == TSR_FLOAT64 ? 1e-13 : dtype == TSR_FLOAT32 ? 2e-6 : tt_rtol(dtype);
+  if (!tt_close(got, want, rtol, acc * (magnitude + 1))) {
+    fail_msg("%s dtype %d [%lld, %lld, %lld, %lld]: got %.9g, want %.9g", what, (int)dtype,
+             (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)idx[3], got,
+             want);
+  }
+}
+
+// The input position a tap reads: p * stride - pad + k * dilation.
+static int64_t tap(const conv_case *cc, int d, int64_t p, int64_t k) {
+  return p * cc->stride[d] - cc->pad_before[d] + k * cc->dilation[d];
+}
+
+// ---------------------------------------------------------------------------
+// Forward.
+
+static void forward_check(const conv_case *cc, tsr_dtype_t dtype, int layout, uint64_t seed) {
+  const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
+  const int64_t og = cc->o / cc->groups;
+  const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
+  const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
+  tt_tensor x, w, bias, y;
+  tensor_make(&x, dtype, 4, xs, layout);
+  tensor_make(&w, dtype, 4, ws, layout);
+  tensor_make(&bias, dtype, 1, bs, layout);
+  tensor_make(&y, dtype, 4, ys, layout);
+  tt_fill(&x, seed, -1, 1);
+  tt_fill(&w, seed + 1, -1, 1);
+  tt_fill(&bias, seed + 2, -1, 1);
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  tt_tensor *in[] = {&x, &w, &bias};
+  tt_tensor *out[] = {&y};
+  const char *engine = NULL;
+  assert_int_equal(tt_run(TSR_OP_CONV2D, &attrs, in, cc->has_bias ? 3 : 2, out, 1, &engine),
+                   TSR_OK);
+  assert_string_equal(engine, "ref:im2col-gemm");
+  if (tt_numel(&y) > 0) {
+    int64_t idx[4] = {0};
+    do {
+      const int64_t n = idx[0], o = idx[1], g = o / og;
+      double sum = 0, magnitude = 0;
+      for (int64_t c = 0; c < cg; ++c) {
+        for (int64_t kh = 0; kh < cc->kh; ++kh) {
+          for (int64_t kw = 0; kw < cc->kw; ++kw) {
+            const int64_t h = tap(cc, 0, idx[2], kh), wp = tap(cc, 1, idx[3], kw);
+            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
+            const int64_t xi[] = {n, g * cg + c, h, wp}, wi[] = {o, c, kh, kw};
+            const double prod = tt_get(&x, xi) * tt_get(&w, wi);
+            sum += prod;
+            magnitude += fabs(prod);
+          }
+        }
+      }
+      if (cc->has_bias) {
+        const int64_t bi[] = {o};
+        sum += tt_get(&bias, bi);
+        magnitude += fabs(tt_get(&bias, bi));
+      }
+      value_check("conv2d y", idx, tt_get(&y, idx), activation_want(cc->act, sum), magnitude,
+                  dtype);
+    } while (tt_index_next(idx, 4, ys));
+  }
+  gaps_check(&y);
+  tt_tensor_free(&x);
+  tt_tensor_free(&w);
+  tt_tensor_free(&bias);
+  tt_tensor_free(&y);
+}
+
+// Cases every test below walks: odd sizes, strides, asymmetric pads,
+// dilation, groups (depthwise too), 1x1 kernels, kernels wider than the
+// unpadded input.
+static const conv_case k_cases[] = {
+    // n  c  h  w  o kh kw  stride  pad_before pad_after dilation groups bias act
+    {2, 3, 7, 6, 4, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+    {1, 4, 9, 8, 6, 3, 2, {2, 3}, {1, 0}, {2, 1}, {1, 1}, 2, 1, TSR_ACTIVATION_RELU},
+    {2, 4, 8, 9, 4, 2, 3, {1, 2}, {2, 1}, {0, 3}, {2, 3}, 4, 0, TSR_ACTIVATION_NONE},
+    {3, 2, 5, 5, 3, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_SIGMOID},
+    {1, 6, 4, 5, 9, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 3, 1, TSR_ACTIVATION_GELU},
+    {2, 1, 2, 3, 2, 4, 4, {1, 2}, {2, 1}, {1, 2}, {1, 1}, 1, 1, TSR_ACTIVATION_TANH},
+    {1, 2, 1, 1, 2, 1, 1, {3, 3}, {0, 0}, {0, 0}, {1, 1}, 2, 0, TSR_ACTIVATION_GELU_TANH},
+    // More images than the filter gradient's batch tiles: tiles of two.
+    {11, 2, 5, 4, 3, 2, 2, {1, 1}, {1, 0}, {0, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+};
+#define CASE_COUNT (sizeof(k_cases) / sizeof(k_cases[0]))
+
+static void test_conv2d_matches_double_loops_for_every_dtype_case_and_layout(void **state) {
+  (void)state;
+  for (size_t i = 0; i < CASE_COUNT; ++i) {
+    for (int di = 0; di < 4; ++di) {
+      for (int layout = 0; layout < LAYOUT_COUNT; ++layout) {
+        forward_check(&k_cases[i], k_dtypes[di], layout, 10 + i);
+      }
+    }
+  }
+}
+
+// Enough positions (and channels) that one image's im2col matrix is cut
+// into several tiles, and a y layout whose rows do not collapse.
+static void test_conv2d_cuts_large_images_into_tiles(void **state) {
+  (void)state;
+  const conv_case big = {2, 32, 24, 23, 5, 3, 3, {1, 1}, {1, 0}, {0, 1}, {1, 1}, 1, 1,
+                         TSR_ACTIVATION_NONE};
+  forward_check(&big, TSR_FLOAT32, LAYOUT_NCHW, 1);
+  forward_check(&big, TSR_FLOAT64, LAYOUT_GAPPED, 2);
+  forward_check(&big, TSR_BFLOAT16, LAYOUT_NHWC, 3);
+}
+
+static void test_conv2d_size_zero_and_one_cases(void **state) {
+  (void)state;
+  // N = 0: nothing to do. C = 0 (K = 0): y = act(bias). O = 0: empty y.
+  const conv_case cases[] = {
+      {0, 2, 4, 4, 2, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 0, 4, 4, 3, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_RELU},
+      {2, 2, 4, 4, 0, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      // Zero-size input rows, all padding.
+      {1, 2, 0, 3, 2, 1, 1, {1, 1}, {1, 0}, {1, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    for (int di = 0; di < 4; ++di) forward_check(&cases[i], k_dtypes[di], LAYOUT_NCHW, 40 + i);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Backward data and filter.
+
+static void backward_data_check(const conv_case *cc, tsr_dtype_t dtype, int layout,
+                                uint64_t seed) {
+  const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
+  const int64_t og = cc->o / cc->groups;
+  const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
+  const int64_t ys[] = {cc->n, cc->o, oh, ow};
+  tt_tensor dy, w, dx;
+  tensor_make(&dy, dtype, 4, ys, layout);
+  tensor_make(&w, dtype, 4, ws, layout);
+  tensor_make(&dx, dtype, 4, xs, layout);
+  tt_fill(&dy, seed, -1, 1);
+  tt_fill(&w, seed + 1, -1, 1);
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  attrs.activation = TSR_ACTIVATION_NONE;
+  tt_tensor *in[] = {&dy, &w};
+  tt_tensor *out[] = {&dx};
+  assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, in, 2, out, 1, NULL), TSR_OK);
+  const int64_t count = tt_numel(&dx);
+  double *want = calloc((size_t)count + 1, sizeof(double));
+  double *magnitude = calloc((size_t)count + 1, sizeof(double));
+  if (tt_numel(&dy) > 0) {
+    int64_t idx[4] = {0};
+    do {
+      const int64_t n = idx[0], o = idx[1], g = o / og;
+      const double d = tt_get(&dy, idx);
+      for (int64_t c = 0; c < cg; ++c) {
+        for (int64_t kh = 0; kh < cc->kh; ++kh) {
+          for (int64_t kw = 0; kw < cc->kw; ++kw) {
+            const int64_t h = tap(cc, 0, idx[2], kh), wp = tap(cc, 1, idx[3], kw);
+            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
+            const int64_t wi[] = {o, c, kh, kw};
+            const int64_t flat = ((n * cc->c + g * cg + c) * cc->h + h) * cc->w + wp;
+            const double prod = d * tt_get(&w, wi);
+            want[flat] += prod;
+            magnitude[flat] += fabs(prod);
+          }
+        }
+      }
+    } while (tt_index_next(idx, 4, ys));
+  }
+  if (count > 0) {
+    int64_t idx[4] = {0}, flat = 0;
+    do {
+      value_check("conv2d dx", idx, tt_get(&dx, idx), want[flat], magnitude[flat], dtype);
+      ++flat;
+    } while (tt_index_next(idx, 4, xs));
+  }
+  gaps_check(&dx);
+  free(want);
+  free(magnitude);
+  tt_tensor_free(&dy);
+  tt_tensor_free(&w);
+  tt_tensor_free(&dx);
+}
+
+static void backward_filter_check(const conv_case *cc, tsr_dtype_t dtype, int layout,
+                                  uint64_t seed) {
+  const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
+  const int64_t og = cc->o / cc->groups;
+  const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
+  const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
+  tt_tensor dy, x, dw, dbias;
+  tensor_make(&dy, dtype, 4, ys, layout);
+  tensor_make(&x, dtype, 4, xs, layout);
+  tensor_make(&dw, dtype, 4, ws, layout);
+  tensor_make(&dbias, dtype, 1, bs, layout);
+  tt_fill(&dy, seed, -1, 1);
+  tt_fill(&x, seed + 1, -1, 1);
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  attrs.activation = TSR_ACTIVATION_NONE;
+  tt_tensor *in[] = {&dy, &x};
+  tt_tensor *out[] = {&dw, &dbias};
+  assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, in, 2, out,
+                          cc->has_bias ? 2 : 1, NULL),
+                   TSR_OK);
+  if (tt_numel(&dw) > 0) {
+    int64_t idx[4] = {0};
+    do {
+      const int64_t o = idx[0], c = idx[1], kh = idx[2], kw = idx[3], g = o / og;
+      double sum = 0, magnitude = 0;
+      for (int64_t n = 0; n < cc->n; ++n) {
+        for (int64_t p = 0; p < oh; ++p) {
+          for (int64_t q = 0; q < ow; ++q) {
+            const int64_t h = tap(cc, 0, p, kh), wp = tap(cc, 1, q, kw);
+            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
+            const int64_t yi[] = {n, o, p, q}, xi[] = {n, g * cg + c, h, wp};
+            const double prod = tt_get(&dy, yi) * tt_get(&x, xi);
+            sum += prod;
+            magnitude += fabs(prod);
+          }
+        }
+      }
+      value_check("conv2d dw", idx, tt_get(&dw, idx), sum, magnitude, dtype);
+    } while (tt_index_next(idx, 4, ws));
+  }
+  if (cc->has_bias) {
+    for (int64_t o = 0; o < cc->o; ++o) {
+      double sum = 0, magnitude = 0;
+      int64_t yi[4] = {0, o, 0, 0};
+      for (yi[0] = 0; yi[0] < cc->n; ++yi[0]) {
+        for (yi[2] = 0; yi[2] < oh; ++yi[2]) {
+          for (yi[3] = 0; yi[3] < ow; ++yi[3]) {
+            sum += tt_get(&dy, yi);
+            magnitude += fabs(tt_get(&dy, yi));
+          }
+        }
+      }
+      const int64_t bi[] = {o}, shown[4] = {o, 0, 0, 0};
+      value_check("conv2d dbias", shown, tt_get(&dbias, bi), sum, magnitude, dtype);
+    }
+    gaps_check(&dbias);
+  }
+  gaps_check(&dw);
+  tt_tensor_free(&dy);
+  tt_tensor_free(&x);
+  tt_tensor_free(&dw);
+  tt_tensor_free(&dbias);
+}
+
+static void test_conv2d_backward_data_matches_double_loops(void **state) {
+  (void)state;
+  for (size_t i = 0; i < CASE_COUNT; ++i) {
+    for (int di = 0; di < 4; ++di) {
+      for (int layout = 0; layout < LAYOUT_COUNT; ++layout) {
+        backward_data_check(&k_cases[i], k_dtypes[di], layout, 100 + i);
+      }
+    }
+  }
+}
+
+static void test_conv2d_backward_filter_matches_double_loops_with_and_without_dbias(void **state) {
+  (void)state;
+  for (size_t i = 0; i < CASE_COUNT; ++i) {
+    for (int di = 0; di < 4; ++di) {
+      for (int layout = 0; layout < LAYOUT_COUNT; ++layout) {
+        backward_filter_check(&k_cases[i], k_dtypes[di], layout, 200 + i);
+      }
+    }
+  }
+}
+
+static void test_conv2d_backward_ops_cut_large_images_into_tiles(void **state) {
+  (void)state;
+  const conv_case big = {3, 32, 24, 23, 6, 3, 3, {1, 1}, {1, 0}, {0, 1}, {1, 1}, 2, 1,
+                         TSR_ACTIVATION_NONE};
+  backward_data_check(&big, TSR_FLOAT32, LAYOUT_NCHW, 1);
+  backward_data_check(&big, TSR_FLOAT64, LAYOUT_GAPPED, 2);
+  backward_data_check(&big, TSR_FLOAT16, LAYOUT_NHWC, 3);
+  backward_filter_check(&big, TSR_FLOAT32, LAYOUT_NHWC, 4);
+  backward_filter_check(&big, TSR_FLOAT64, LAYOUT_NCHW, 5);
+  backward_filter_check(&big, TSR_BFLOAT16, LAYOUT_GAPPED, 6);
+}
+
+static void test_conv2d_backward_size_zero_and_one_cases(void **state) {
+  (void)state;
+  // N = 0: dx empty, dw and dbias zero. C = 0: dx empty, dw empty, dbias
+  // sums dy. O = 0: dx zero. 1x1 everything.
+  const conv_case cases[] = {
+      {0, 2, 4, 4, 2, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 0, 4, 4, 3, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 2, 4, 4, 0, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {1, 2, 0, 3, 2, 1, 1, {1, 1}, {1, 0}, {1, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    for (int di = 0; di < 4; ++di) {
+      // Poisoned outputs show that N = 0 still writes zeros to dw.
+      backward_data_check(&cases[i], k_dtypes[di], LAYOUT_NCHW, 300 + i);
+      backward_filter_check(&cases[i], k_dtypes[di], LAYOUT_NCHW, 400 + i);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Finite differences: with L = sum(y * r) of the float64 forward, dL/dx is
+// backward data of dy = r, dL/dw and dL/dbias are backward filter's.
+
+static double forward_loss(const conv_case *cc, tt_tensor *x, tt_tensor *w, tt_tensor *bias,
+                           tt_tensor *y, const tt_tensor *r) {
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  tt_tensor *in[] = {x, w, bias};
+  tt_tensor *out[] = {y};
+  assert_int_equal(tt_run(TSR_OP_CONV2D, &attrs, in, 3, out, 1, NULL), TSR_OK);
+  double loss = 0;
+  int64_t idx[4] = {0};
+  do {
+    loss += tt_get(y, idx) * tt_get(r, idx);
+  } while (tt_index_next(idx, 4, y->desc.sizes));
+  return loss;
+}
+
+// Checks |grad| against central differences of the loss in every element
+// of |param|.
+static void differences_check(const char *what, const conv_case *cc, tt_tensor *param,
+                              const tt_tensor *grad, tt_tensor *x, tt_tensor *w, tt_tensor *bias,
+                              tt_tensor *y, const tt_tensor *r) {
+  const double step = 1e-3;
+  int64_t idx[4] = {0};
+  do {
+    const double v = tt_get(param, idx);
+    tt_set(param, idx, v + step);
+    const double up = forward_loss(cc, x, w, bias, y, r);
+    tt_set(param, idx, v - step);
+    const double down = forward_loss(cc, x, w, bias, y, r);
+    tt_set(param, idx, v);
+    const double fd = (up - down) / (2 * step);
+    const double got = tt_get(grad, idx);
+    if (!tt_close(got, fd, 1e-7, 1e-8)) {
+      fail_msg("%s [%lld, %lld, %lld, %lld]: backward %.12g, finite difference %.12g", what,
+               (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)idx[3], got,
+               fd);
+    }
+  } while (tt_index_next(idx, param->desc.rank, param->desc.sizes));
+}
+
+static void test_conv2d_backward_ops_match_finite_differences_of_the_forward(void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      {2, 4, 6, 5, 4, 3, 2, {2, 1}, {1, 0}, {0, 1}, {1, 2}, 2, 1, TSR_ACTIVATION_NONE},
+      {1, 3, 5, 5, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const conv_case *cc = &cases[i];
+    const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
+    const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
+    const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
+    tt_tensor x, w, bias, y, r, dx, dw, dbias;
+    tt_tensor_make(&x, TSR_FLOAT64, 4, xs, NULL, 0);
+    tt_tensor_make(&w, TSR_FLOAT64, 4, ws, NULL, 0);
+    tt_tensor_make(&bias, TSR_FLOAT64, 1, bs, NULL, 0);
+    tt_tensor_make(&y, TSR_FLOAT64, 4, ys, NULL, 0);
+    tt_tensor_make(&r, TSR_FLOAT64, 4, ys, NULL, 0);
+    tt_tensor_make(&dx, TSR_FLOAT64, 4, xs, NULL, 0);
+    tt_tensor_make(&dw, TSR_FLOAT64, 4, ws, NULL, 0);
+    tt_tensor_make(&dbias, TSR_FLOAT64, 1, bs, NULL, 0);
+    tt_fill(&x, 500 + i, -1, 1);
+    tt_fill(&w, 600 + i, -1, 1);
+    tt_fill(&bias, 700 + i, -1, 1);
+    tt_fill(&r, 800 + i, -1, 1);
+    tsr_conv2d_attrs attrs = attrs_of(cc);
+    tt_tensor *data_in[] = {&r, &w};
+    tt_tensor *data_out[] = {&dx};
+    assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, data_in, 2, data_out, 1, NULL),
+                     TSR_OK);
+    tt_tensor *filter_in[] = {&r, &x};
+    tt_tensor *filter_out[] = {&dw, &dbias};
+    assert_int_equal(
+        tt_run(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, filter_in, 2, filter_out, 2, NULL), TSR_OK);
+    differences_check("dx", cc, &x, &dx, &x, &w, &bias, &y, &r);
+    differences_check("dw", cc, &w, &dw, &x, &w, &bias, &y, &r);
+    differences_check("dbias", cc, &bias, &dbias, &x, &w, &bias, &y, &r);
+    tt_tensor *all[] = {&x, &w, &bias, &y, &r, &dx, &dw, &dbias};
+    for (int k = 0; k < 8; ++k) tt_tensor_free(all[k]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Threads.
+
+// Runs |op| on a fresh host of |threads| threads and copies its first
+// output's bytes to |result|.
+static void conv_on_threads(int32_t threads, int32_t op, const conv_case *cc, tsr_dtype_t dtype,
+                            char *result, size_t *out_bytes) {
+  assert_int_equal(tt_setup(threads), 0);
+  const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
+  const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
+  const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
+  tt_tensor x, w, y, bias;
+  tt_tensor_make(&x, dtype, 4, xs, NULL, 0);
+  tt_tensor_make(&w, dtype, 4, ws, NULL, 0);
+  tt_tensor_make(&y, dtype, 4, ys, NULL, 0);
+  tt_tensor_make(&bias, dtype, 1, bs, NULL, 0);
+  tt_fill(&x, 1, -1, 1);
+  tt_fill(&w, 2, -1, 1);
+  tt_fill(&y, 3, -1, 1);
+  tt_fill(&bias, 4, -1, 1);
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  if (op != TSR_OP_CONV2D) attrs.activation = TSR_ACTIVATION_NONE;
+  tt_tensor *result_tensor;
+  if (op == TSR_OP_CONV2D) {
+    tt_tensor *in[] = {&x, &w, &bias};
+    tt_tensor *out[] = {&y};
+    assert_int_equal(tt_run(op, &attrs, in, 3, out, 1, NULL), TSR_OK);
+    result_tensor = &y;
+  } else if (op == TSR_OP_CONV2D_BACKWARD_DATA) {
+    tt_tensor *in[] = {&y, &w};
+    tt_tensor *out[] = {&x};
+    assert_int_equal(tt_run(op, &attrs, in, 2, out, 1, NULL), TSR_OK);
+    result_tensor = &x;
+  } else {
+    tt_tensor *in[] = {&y, &x};
+    tt_tensor *out[] = {&w, &bias};
+    assert_int_equal(tt_run(op, &attrs, in, 2, out, 2, NULL), TSR_OK);
+    result_tensor = &w;
+  }
+  *out_bytes = (size_t)tt_numel(result_tensor) * tsr_dtype_size(dtype);
+  memcpy(result, result_tensor->base, *out_bytes);
+  tt_tensor_free(&x);
+  tt_tensor_free(&w);
+  tt_tensor_free(&y);
+  tt_tensor_free(&bias);
+}
+
+static void test_conv2d_results_are_bitwise_identical_on_one_and_two_threads(void **state) {
+  (void)state;
+  const int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
+  // Many images; one large image (the forward cuts positions, backward data
+  // cuts channels); groups.
+  const conv_case cases[] = {
+      {8, 16, 13, 13, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_RELU},
+      {1, 16, 40, 40, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 32, 20, 20, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, 1, TSR_ACTIVATION_NONE},
+  };
+  const int32_t ops[] = {TSR_OP_CONV2D, TSR_OP_CONV2D_BACKWARD_DATA,
+                         TSR_OP_CONV2D_BACKWARD_FILTER};
+  static char serial[1 << 20], parallel[1 << 20];
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    for (int k = 0; k < 3; ++k) {
+      for (int d = 0; d < 2; ++d) {
+        const tsr_dtype_t dtype = d == 0 ? TSR_FLOAT32 : TSR_FLOAT64;
+        size_t bytes_serial, bytes_parallel;
+        conv_on_threads(1, ops[k], &cases[i], dtype, serial, &bytes_serial);
+        const uint64_t pool_calls = tsr_test_host_parallel_count();
+        conv_on_threads(2, ops[k], &cases[i], dtype, parallel, &bytes_parallel);
+        assert_true(tsr_test_host_parallel_count() > pool_calls);
+        assert_int_equal(bytes_serial, bytes_parallel);
+        assert_memory_equal(serial, parallel, bytes_serial);
+      }
+    }
+  }
+  assert_int_equal(tt_setup(threads_before), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Refusals.
+
+static void expect_refusal(int32_t op, const tsr_conv2d_attrs *attrs, tt_tensor *const *in,
+                           int32_t num_in, tt_tensor *const *out, int32_t num_out,
+                           tsr_status status, const char *message) {
+  assert_int_equal(tt_supports(op, attrs, in, num_in, out, num_out), status);
+  const char *got = tsr_test_host_error_get();
+  if (strstr(got, message) == NULL) fail_msg("message \"%s\" lacks \"%s\"", got, message);
+}
+
+static void test_conv2d_rejects_bad_signatures_with_a_message(void **state) {
+  (void)state;
+  const int64_t xs[] = {2, 4, 5, 5}, ws[] = {6, 2, 3, 3}, ys[] = {2, 6, 3, 3}, bs[] = {6};
+  const int64_t bad_ys[] = {2, 6, 4, 3}, x3[] = {2, 4, 5};
+  tt_tensor x, w, y, bias, bad_y, ints, doubles, rank3;
+  tt_tensor_make(&x, TSR_FLOAT32, 4, xs, NULL, 0);
+  tt_tensor_make(&w, TSR_FLOAT32, 4, ws, NULL, 0);
+  tt_tensor_make(&y, TSR_FLOAT32, 4, ys, NULL, 0);
+  tt_tensor_make(&bias, TSR_FLOAT32, 1, bs, NULL, 0);
+  tt_tensor_make(&bad_y, TSR_FLOAT32, 4, bad_ys, NULL, 0);
+  tt_tensor_make(&ints, TSR_INT32, 4, xs, NULL, 0);
+  tt_tensor_make(&doubles, TSR_FLOAT64, 4, ws, NULL, 0);
+  tt_tensor_make(&rank3, TSR_FLOAT32, 3, x3, NULL, 0);
+  tsr_conv2d_attrs attrs = {sizeof(attrs), {1, 1}, {0, 0}, {0, 0}, {1, 1}, 2,
+                            TSR_ACTIVATION_NONE, 0};
+  tt_tensor *in[] = {&x, &w, &bias};
+  tt_tensor *out[] = {&y};
+  assert_int_equal(tt_supports(TSR_OP_CONV2D, &attrs, in, 2, out, 1), TSR_OK);
+  // groups 1 would need w with 4 channels.
+  assert_int_equal(tt_supports(TSR_OP_CONV2D, NULL, in, 2, out, 1), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_test_host_error_get(), "conv2d: w sizes[1] is 2, expected 4"));
+  attrs.stride[1] = 0;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "conv2d: stride[1] is 0");
+  attrs.stride[1] = 1;
+  attrs.dilation[0] = 0;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT, "dilation[0] is 0");
+  attrs.dilation[0] = 1;
+  attrs.pad_after[1] = -1;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "pad_after[1] is -1");
+  attrs.pad_after[1] = 0;
+  attrs.groups = 3;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "groups 3 does not divide x's channel count C = 4");
+  attrs.groups = 0;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT, "groups is 0");
+  attrs.groups = 2;
+  attrs.activation = 77;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT, "activation 77");
+  attrs.activation = TSR_ACTIVATION_NONE;
+  attrs.has_bias = 1;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "num_inputs is 2, expected 3");
+  assert_int_equal(tt_supports(TSR_OP_CONV2D, &attrs, in, 3, out, 1), TSR_OK);
+  attrs.has_bias = 0;
+  out[0] = &bad_y;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "y sizes[2] is 4, expected 3");
+  out[0] = &y;
+  in[0] = &ints;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT, "take float");
+  in[0] = &x;
+  in[1] = &doubles;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "w dtype float64 differs from x dtype float32");
+  in[1] = &w;
+  in[0] = &rank3;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "x rank is 3, expected 4");
+  in[0] = &x;
+  // A kernel wider than the padded input leaves no output.
+  const int64_t wide[] = {6, 2, 7, 3};
+  tt_tensor wide_w;
+  tt_tensor_make(&wide_w, TSR_FLOAT32, 4, wide, NULL, 0);
+  in[1] = &wide_w;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "output height would be -1");
+  // Kernels are at least 1 wide.
+  const int64_t empty_kernel[] = {6, 2, 0, 3};
+  tt_tensor empty_w;
+  tt_tensor_make(&empty_w, TSR_FLOAT32, 4, empty_kernel, NULL, 0);
+  in[1] = &empty_w;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "w sizes[2] is 0; kernels are at least 1 wide");
+  tt_tensor_free(&empty_w);
+  in[1] = &w;
+  tt_tensor_free(&wide_w);
+  // y may not alias x.
+  tt_tensor aliased = y;
+  aliased.desc.alias_group = 1;
+  x.desc.alias_group = 1;
+  out[0] = &aliased;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT, "alias group 1");
+  x.desc.alias_group = -1;
+  out[0] = &y;
+  // The backward ops take no activation; has_bias gives backward filter a
+  // second output.
+  attrs.activation = TSR_ACTIVATION_RELU;
+  tt_tensor *data_in[] = {&y, &w};
+  tt_tensor *data_out[] = {&x};
+  expect_refusal(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, data_in, 2, data_out, 1,
+                 TSR_INVALID_ARGUMENT, "conv2d_backward_data: activation is 1");
+  attrs.activation = TSR_ACTIVATION_NONE;
+  attrs.has_bias = 1;
+  assert_int_equal(tt_supports(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, data_in, 2, data_out, 1),
+                   TSR_OK);
+  tt_tensor *filter_in[] = {&y, &x};
+  tt_tensor *filter_out[] = {&w, &bias};
+  expect_refusal(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, filter_in, 2, filter_out, 1,
+                 TSR_INVALID_ARGUMENT, "num_outputs is 1, expected 2");
+  assert_int_equal(
+      tt_supports(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, filter_in, 2, filter_out, 2), TSR_OK);
+  attrs.has_bias = 0;
+  filter_in[0] = &bad_y;
+  expect_refusal(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, filter_in, 2, filter_out, 1,
+                 TSR_INVALID_ARGUMENT, "dy sizes[2] is 4, expected 3");
+  // An output whose elements overlap.
+  tt_tensor overlapping = y;
+  overlapping.desc.strides[3] = 0;
+  out[0] = &overlapping;
+  expect_refusal(TSR_OP_CONV2D, &attrs, in, 2, out, 1, TSR_INVALID_ARGUMENT,
+                 "y strides[3] = 0 makes elements overlap");
+  tt_tensor *all[] = {&x, &w, &y, &bias, &bad_y, &ints, &doubles, &rank3};
+  for (int k = 0; k < 8; ++k) tt_tensor_free(all[k]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_conv2d_matches_double_loops_for_every_dtype_case_and_layout),
+      cmocka_unit_test(test_conv2d_cuts_large_images_into_tiles),
+      cmocka_unit_test(test_conv2d_size_zero_and_one_cases),
+      cmocka_unit_test(test_conv2d_backward_data_matches_double_loops),
+      cmocka_unit_test(test_conv2d_backward_filter_matches_double_loops_with_and_without_dbias),
+      cmocka_unit_test(test_conv2d_backward_ops_cut_large_images_into_tiles),
+      cmocka_unit_test(test_conv2d_backward_size_zero_and_one_cases),
+      cmocka_unit_test(test_conv2d_backward_ops_match_finite_differences_of_the_forward),
+      cmocka_unit_test(test_conv2d_results_are_bitwise_identical_on_one_and_two_threads),
+      cmocka_unit_test(test_conv2d_rejects_bad_signatures_with_a_message),
+  };
+  int failed =
+      cmocka_run_group_tests_name("conv2d, serial host", tests, tt_setup_serial, tt_teardown);
+  failed += cmocka_run_group_tests_name("conv2d, two-thread host", tests, tt_setup_two_threads,
+                                        tt_teardown);
+  return failed;
+}
