@@ -358,9 +358,18 @@ def main(argv=None):
             choices[part.key] = tune(part, rows, pool, mode, tune_rounds, gap_s,
                                      TUNE_CAP_S[mode])
         results = []
+        measured = {}
         for row in rows:
             log(f"measuring {row.title}")
+            if not row.tuned and row.tune_as in measured:
+                # The configuration that won the measurement of the row it
+                # follows: more recent than the tuning.
+                for p in live:
+                    won = measured[row.tune_as].get(p.key, {}).get("config")
+                    if won and choices[p.key].get(row.key, {}).get("finalists"):
+                        choices[p.key][row.key]["finalists"] = [won]
             res = measure(row, live, choices, pool, rounds, mode, gap_s)
+            measured[row.key] = res
             for p in parts:
                 if not p.available:
                     res[p.key] = {"status": "not_yet" if p.reason.startswith("not yet")

@@ -162,6 +162,7 @@ void info(void *, FILE *out) {
 int main() {
   const char *threads = std::getenv("TSR_BENCH_TORCH_THREADS");
   at::set_num_threads(threads != nullptr && threads[0] != '\0' ? std::atoi(threads) : 2);
+  at::set_num_interop_threads(1);  // as the Python peer: intra-op threads only
   Peer peer;
   return bench_serve(run, info, &peer);
 }

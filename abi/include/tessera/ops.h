@@ -286,7 +286,8 @@ typedef struct tsr_softmax_attrs {
 // LAYER_NORM: (x [, gamma, beta]) -> (y, mean, rstd). Normalises over axes
 // [axis, rank); gamma and beta have the normalised shape; mean and rstd have
 // x's rank with size 1 on the normalised axes. rstd = 1/sqrt(var + eps), var
-// biased. float.
+// biased. float; mean and rstd are float32 for bfloat16/float16 x, else x's
+// dtype.
 // LAYER_NORM_BACKWARD: (dy, x, mean, rstd [, gamma]) -> (dx [, dgamma, dbeta]).
 typedef struct tsr_layer_norm_attrs {
   size_t struct_size;
@@ -301,7 +302,8 @@ typedef struct tsr_layer_norm_attrs {
 // normalising, unbiased for the running update new = (1 - momentum) * old +
 // momentum * batch); the running outputs may alias the running inputs.
 // Inference: normalises with the running statistics; save_* receive them
-// (invstd computed) and the running outputs are copies. float.
+// (invstd computed) and the running outputs are copies. float; the [C]
+// operands are float32 for bfloat16/float16 x, else x's dtype.
 // BATCH_NORM_BACKWARD: (dy, x, gamma, save_mean, save_invstd) ->
 // (dx, dgamma, dbeta); training flag as in the forward.
 typedef struct tsr_batch_norm_attrs {
