@@ -129,7 +129,6 @@ int tsr_oracle_unary_has_backward(tsr_unary_fn_t fn);
 int tsr_oracle_unary_accepts(tsr_unary_fn_t fn, tsr_dtype_t dtype);
 // The fused epilogue activation of MATMUL and CONV2D.
 double tsr_oracle_activation_value(tsr_activation_t act, double v);
-double tsr_oracle_activation_derivative(tsr_activation_t act, double v);
 
 // Philox-4x32-10 as docs/abi.md 10.22 defines it.
 void tsr_oracle_philox4x32(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);

@@ -21,12 +21,6 @@ void tsr_conf_api_pattern(unsigned char *bytes, size_t size, uint32_t seed);
 tsr_status tsr_conf_api_buffer_create(tsr_conf_session *s, uint64_t size, uint32_t seed,
                                       tsr_plugin_buffer **out, char *why, size_t why_size);
 
-// Reads |size| bytes at |offset| of |buffer| (synchronously: ordinary host
-// memory) into |out|.
-tsr_status tsr_conf_api_buffer_read(tsr_conf_session *s, tsr_plugin_stream *stream,
-                                    tsr_plugin_buffer *buffer, uint64_t offset, void *out,
-                                    uint64_t size);
-
 // A case that the plugin declares, for the checks that need an op: MATMUL,
 // BINARY ADD, UNARY EXP or any declared representative, in that order of
 // preference. Returns 0, or -1 when the plugin declares nothing.

@@ -266,7 +266,9 @@ static void kernel_entries(tsr_conf_session *s) {
   if (have) {
     bad = sig;
     bad.op = 0;
-    CALL("op 0 (invalid)", s->api.op_supports(&bad), TSR_UNSUPPORTED, TSR_OK);
+    CALL("op 0 (TSR_OP_INVALID)", s->api.op_supports(&bad), TSR_INVALID_ARGUMENT, TSR_UNSUPPORTED);
+    // Unknown values may come from a newer catalogue: UNSUPPORTED, so the
+    // core falls back (docs/abi.md 2.4).
     bad.op = 999;
     CALL("op 999 (unknown)", s->api.op_supports(&bad), TSR_UNSUPPORTED, TSR_OK);
     bad = sig;

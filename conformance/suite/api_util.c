@@ -43,12 +43,6 @@ tsr_status tsr_conf_api_buffer_create(tsr_conf_session *s, uint64_t size, uint32
   return TSR_OK;
 }
 
-tsr_status tsr_conf_api_buffer_read(tsr_conf_session *s, tsr_plugin_stream *stream,
-                                    tsr_plugin_buffer *buffer, uint64_t offset, void *out,
-                                    uint64_t size) {
-  return s->api.copy_device_to_host(stream, buffer, offset, out, size);
-}
-
 int64_t tsr_conf_api_first_difference(const unsigned char *a, const unsigned char *b, size_t size) {
   for (size_t i = 0; i < size; ++i) {
     if (a[i] != b[i]) return (int64_t)i;

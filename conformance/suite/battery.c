@@ -61,9 +61,14 @@ int tsr_conf_op_accepts(int32_t op, tsr_dtype_t dtype) {
 
 #define SIZES(...) ((const int64_t[]){__VA_ARGS__})
 
+tsr_dtype_t tsr_conf_statistics_dtype(tsr_dtype_t dtype) {
+  return dtype == TSR_BFLOAT16 || dtype == TSR_FLOAT16 ? TSR_FLOAT32 : dtype;
+}
+
 void tsr_conf_case_representative(int32_t op, tsr_dtype_t dt, tsr_conf_case *c) {
   int is_bool = dt == TSR_BOOL;
   int is_float = tsr_oracle_dtype_is_float(dt);
+  tsr_dtype_t st = tsr_conf_statistics_dtype(dt);
   tsr_conf_case_init(c, op, "representative", "%s %s representative", tsr_op_name(op),
                      tsr_oracle_dtype_name(dt));
   c->has_attrs = 1;
@@ -182,15 +187,15 @@ void tsr_conf_case_representative(int32_t op, tsr_dtype_t dt, tsr_conf_case *c) 
       tsr_conf_case_input(c, dt, 1, SIZES(3));
       tsr_conf_case_input(c, dt, 1, SIZES(3));
       tsr_conf_case_output(c, dt, 2, SIZES(2, 3));
-      tsr_conf_case_output(c, dt, 2, SIZES(2, 1));
-      tsr_conf_case_output(c, dt, 2, SIZES(2, 1));
+      tsr_conf_case_output(c, st, 2, SIZES(2, 1));
+      tsr_conf_case_output(c, st, 2, SIZES(2, 1));
       break;
     case TSR_OP_LAYER_NORM_BACKWARD: {
       c->attrs.layer_norm = (tsr_layer_norm_attrs){sizeof(tsr_layer_norm_attrs), 1, 1, 1e-5};
       tsr_conf_case_input(c, dt, 2, SIZES(2, 3));
       tsr_conf_case_input(c, dt, 2, SIZES(2, 3));
-      tsr_conf_case_input(c, dt, 2, SIZES(2, 1));
-      tsr_conf_operand *rstd = tsr_conf_case_input(c, dt, 2, SIZES(2, 1));
+      tsr_conf_case_input(c, st, 2, SIZES(2, 1));
+      tsr_conf_operand *rstd = tsr_conf_case_input(c, st, 2, SIZES(2, 1));
       rstd->lo = 0.5, rstd->hi = 2;
       tsr_conf_case_input(c, dt, 1, SIZES(3));
       tsr_conf_case_output(c, dt, 2, SIZES(2, 3));
@@ -202,23 +207,23 @@ void tsr_conf_case_representative(int32_t op, tsr_dtype_t dt, tsr_conf_case *c) 
       c->attrs.batch_norm = (tsr_batch_norm_attrs){sizeof(tsr_batch_norm_attrs), 1e-5, 0.1, 1, 0};
       tsr_conf_case_input(c, dt, 4, SIZES(2, 3, 2, 2));
       for (int i = 0; i < 4; ++i) {
-        tsr_conf_operand *o = tsr_conf_case_input(c, dt, 1, SIZES(3));
+        tsr_conf_operand *o = tsr_conf_case_input(c, st, 1, SIZES(3));
         if (i == 3) o->lo = 0.5, o->hi = 2;
       }
       tsr_conf_case_output(c, dt, 4, SIZES(2, 3, 2, 2));
-      for (int i = 0; i < 4; ++i) tsr_conf_case_output(c, dt, 1, SIZES(3));
+      for (int i = 0; i < 4; ++i) tsr_conf_case_output(c, st, 1, SIZES(3));
       break;
     case TSR_OP_BATCH_NORM_BACKWARD: {
       c->attrs.batch_norm = (tsr_batch_norm_attrs){sizeof(tsr_batch_norm_attrs), 1e-5, 0.1, 1, 0};
       tsr_conf_case_input(c, dt, 4, SIZES(2, 3, 2, 2));
       tsr_conf_case_input(c, dt, 4, SIZES(2, 3, 2, 2));
-      tsr_conf_case_input(c, dt, 1, SIZES(3));
-      tsr_conf_case_input(c, dt, 1, SIZES(3));
-      tsr_conf_operand *inv = tsr_conf_case_input(c, dt, 1, SIZES(3));
+      tsr_conf_case_input(c, st, 1, SIZES(3));
+      tsr_conf_case_input(c, st, 1, SIZES(3));
+      tsr_conf_operand *inv = tsr_conf_case_input(c, st, 1, SIZES(3));
       inv->lo = 0.5, inv->hi = 2;
       tsr_conf_case_output(c, dt, 4, SIZES(2, 3, 2, 2));
-      tsr_conf_case_output(c, dt, 1, SIZES(3));
-      tsr_conf_case_output(c, dt, 1, SIZES(3));
+      tsr_conf_case_output(c, st, 1, SIZES(3));
+      tsr_conf_case_output(c, st, 1, SIZES(3));
       break;
     }
     case TSR_OP_CONCAT:

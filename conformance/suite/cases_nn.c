@@ -316,6 +316,7 @@ static void emit_layer_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
     size_t n = (size_t)snprintf(shape, sizeof(shape), "[");
     for (int32_t d = 0; d < s->rank; ++d) n += (size_t)snprintf(shape + n, sizeof(shape) - n, d ? ",%lld" : "%lld", (long long)s->sizes[d]);
     snprintf(shape + n, sizeof(shape) - n, "]");
+    tsr_dtype_t st = tsr_conf_statistics_dtype(dt);
     tsr_conf_case c;
     tsr_conf_case_init(&c, op, s->category, "%s %s %s axis %d%s eps %g%s%s%s", tsr_op_name(op),
                        tsr_oracle_dtype_name(dt), shape, (int)s->axis, s->affine ? " affine" : "", s->eps,
@@ -334,13 +335,13 @@ static void emit_layer_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
         tsr_conf_case_input(&c, dt, nrank, nsizes);
       }
       main_out = tsr_conf_case_output(&c, dt, s->rank, s->sizes);
-      tsr_conf_case_output(&c, dt, s->rank, stat_sizes);
-      tsr_conf_case_output(&c, dt, s->rank, stat_sizes);
+      tsr_conf_case_output(&c, st, s->rank, stat_sizes);
+      tsr_conf_case_output(&c, st, s->rank, stat_sizes);
     } else {
       main_in = tsr_conf_case_input(&c, dt, s->rank, s->sizes);  // dy
       tsr_conf_operand *x = tsr_conf_case_input(&c, dt, s->rank, s->sizes);
-      tsr_conf_operand *mean = tsr_conf_case_input(&c, dt, s->rank, stat_sizes);
-      tsr_conf_operand *rstd = tsr_conf_case_input(&c, dt, s->rank, stat_sizes);
+      tsr_conf_operand *mean = tsr_conf_case_input(&c, st, s->rank, stat_sizes);
+      tsr_conf_operand *rstd = tsr_conf_case_input(&c, st, s->rank, stat_sizes);
       x->gen = mean->gen = rstd->gen = TSR_CONF_GEN_CUSTOM;
       x->layout = s->layout, x->misalign = s->misalign;
       c.init = init_ln_backward;
@@ -402,14 +403,14 @@ static void init_bn_backward(const tsr_conf_case *c, int32_t index, tsr_oracle_t
     tsr_oracle_tensor in[5];
     in[0] = x;
     for (int k = 1; k < 5; ++k) {
-      tsr_oracle_tensor_create(xo->dtype, 1, &channels, &in[k]);
+      tsr_oracle_tensor_create(tsr_conf_statistics_dtype(xo->dtype), 1, &channels, &in[k]);
       for (int64_t i = 0; i < channels; ++i) in[k].v[i] = k == 4 ? 1.0 : 0.0;
     }
     tsr_conf_operand outs[5];
     memset(outs, 0, sizeof(outs));
     outs[0] = *xo;
     for (int k = 1; k < 5; ++k) {
-      outs[k].dtype = xo->dtype;
+      outs[k].dtype = tsr_conf_statistics_dtype(xo->dtype);
       outs[k].rank = 1;
       outs[k].sizes[0] = channels;
     }
@@ -425,6 +426,7 @@ static void emit_batch_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
     if (s->full_only && !sink->full) continue;
     if (s->alias_running && op != TSR_OP_BATCH_NORM) continue;
     int64_t ch = s->sizes[1];
+    tsr_dtype_t st = tsr_conf_statistics_dtype(dt);
     char shape[96];
     size_t n = (size_t)snprintf(shape, sizeof(shape), "[");
     for (int32_t d = 0; d < s->rank; ++d) n += (size_t)snprintf(shape + n, sizeof(shape) - n, d ? ",%lld" : "%lld", (long long)s->sizes[d]);
@@ -441,14 +443,14 @@ static void emit_batch_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
     if (op == TSR_OP_BATCH_NORM) {
       main_in = tsr_conf_case_input(&c, dt, s->rank, s->sizes);
       main_in->lo = -2, main_in->hi = 3;
-      tsr_conf_case_input(&c, dt, 1, &ch);  // gamma
-      tsr_conf_case_input(&c, dt, 1, &ch);  // beta
-      tsr_conf_operand *rm = tsr_conf_case_input(&c, dt, 1, &ch);
+      tsr_conf_case_input(&c, st, 1, &ch);  // gamma
+      tsr_conf_case_input(&c, st, 1, &ch);  // beta
+      tsr_conf_operand *rm = tsr_conf_case_input(&c, st, 1, &ch);
       rm->lo = -0.5, rm->hi = 0.5;
-      tsr_conf_operand *rv = tsr_conf_case_input(&c, dt, 1, &ch);
+      tsr_conf_operand *rv = tsr_conf_case_input(&c, st, 1, &ch);
       rv->lo = 0.5, rv->hi = 2;
       main_out = tsr_conf_case_output(&c, dt, s->rank, s->sizes);
-      for (int i = 0; i < 4; ++i) tsr_conf_case_output(&c, dt, 1, &ch);
+      for (int i = 0; i < 4; ++i) tsr_conf_case_output(&c, st, 1, &ch);
       if (s->alias_running) {
         tsr_conf_case_out(&c, 3)->alias_of = 3;
         tsr_conf_case_out(&c, 4)->alias_of = 4;
@@ -458,14 +460,14 @@ static void emit_batch_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
       tsr_conf_operand *x = tsr_conf_case_input(&c, dt, s->rank, s->sizes);
       x->gen = TSR_CONF_GEN_CUSTOM;
       x->layout = s->layout, x->misalign = s->misalign;
-      tsr_conf_case_input(&c, dt, 1, &ch);  // gamma
-      tsr_conf_operand *mean = tsr_conf_case_input(&c, dt, 1, &ch);
-      tsr_conf_operand *inv = tsr_conf_case_input(&c, dt, 1, &ch);
+      tsr_conf_case_input(&c, st, 1, &ch);  // gamma
+      tsr_conf_operand *mean = tsr_conf_case_input(&c, st, 1, &ch);
+      tsr_conf_operand *inv = tsr_conf_case_input(&c, st, 1, &ch);
       mean->gen = inv->gen = TSR_CONF_GEN_CUSTOM;
       c.init = init_bn_backward;
       main_out = tsr_conf_case_output(&c, dt, s->rank, s->sizes);
-      tsr_conf_case_output(&c, dt, 1, &ch);
-      tsr_conf_case_output(&c, dt, 1, &ch);
+      tsr_conf_case_output(&c, st, 1, &ch);
+      tsr_conf_case_output(&c, st, 1, &ch);
     }
     main_in->layout = s->layout, main_in->misalign = s->misalign;
     main_out->layout = s->layout, main_out->misalign = s->misalign;
@@ -480,13 +482,14 @@ static void emit_batch_norm(int32_t op, tsr_dtype_t dt, tsr_conf_sink *sink) {
     c.expect = TSR_INVALID_ARGUMENT;
     c.expect_at_plan = 1;
     int64_t ch = 3;
+    tsr_dtype_t st = tsr_conf_statistics_dtype(dt);
     tsr_conf_case_input(&c, dt, 2, SIZES(1, 3));
     for (int i = 0; i < 4; ++i) {
-      tsr_conf_operand *o = tsr_conf_case_input(&c, dt, 1, &ch);
+      tsr_conf_operand *o = tsr_conf_case_input(&c, st, 1, &ch);
       o->lo = 0.5;
     }
     tsr_conf_case_output(&c, dt, 2, SIZES(1, 3));
-    for (int i = 0; i < 4; ++i) tsr_conf_case_output(&c, dt, 1, &ch);
+    for (int i = 0; i < 4; ++i) tsr_conf_case_output(&c, st, 1, &ch);
     sink->emit(sink->ctx, &c);
   }
 }

@@ -13,7 +13,6 @@
 #include "thread_pool.h"
 
 static _Atomic int64_t live_blocks;
-static _Atomic int64_t ok_errors;
 static int verbose;
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -32,9 +31,9 @@ static void host_log(void *ctx, tsr_log_level_t level, const char *message) {
 
 static tsr_status host_error_set(void *ctx, tsr_status code, const char *format, ...) {
   (void)ctx;
-  if (code == TSR_OK) atomic_fetch_add(&ok_errors, 1);
   va_list args;
   va_start(args, format);
+  // Keep the message even for a code of TSR_OK (tsr_error_vset would drop it).
   tsr_error_vset(code == TSR_OK ? TSR_INTERNAL : code, format, args);
   va_end(args);
   return code;
@@ -155,7 +154,5 @@ const char *tsr_conf_host_message(void) { return tsr_error_message(); }
 void tsr_conf_host_message_clear(void) { tsr_error_clear(); }
 
 int64_t tsr_conf_host_live_blocks(void) { return atomic_load(&live_blocks); }
-
-int64_t tsr_conf_host_ok_errors(void) { return atomic_load(&ok_errors); }
 
 void tsr_conf_host_verbose_set(int v) { verbose = v; }

@@ -763,7 +763,10 @@ void tsr_conf_case_run(tsr_conf_session *s, const tsr_conf_case *c, tsr_conf_cas
   // verdict on it is plan_create's (docs/abi.md 9.2).
   if (c->expect != TSR_OK && supported == TSR_INVALID_ARGUMENT) supported = TSR_UNSUPPORTED;
   if (supported != TSR_OK && supported != TSR_UNSUPPORTED) {
-    result_set(r, "op_supports", "op_supports returned %s (only OK or UNSUPPORTED are allowed): %s",
+    result_set(r, "op_supports",
+               supported == TSR_INVALID_ARGUMENT
+                   ? "op_supports called a call docs/abi.md allows forbidden (%s): %s"
+                   : "op_supports returned %s (OK, UNSUPPORTED or INVALID_ARGUMENT expected): %s",
                tsr_conf_status_name(supported), tsr_conf_host_message());
     goto done;
   }

@@ -29,8 +29,6 @@ const char *tsr_conf_host_message(void);
 void tsr_conf_host_message_clear(void);
 // Blocks from mem_alloc not yet given to mem_free. Thread-safe.
 int64_t tsr_conf_host_live_blocks(void);
-// Calls of error_set whose code was TSR_OK (a plugin bug the suite reports).
-int64_t tsr_conf_host_ok_errors(void);
 // Turns the host's log into stderr lines (verbose mode).
 void tsr_conf_host_verbose_set(int verbose);
 
@@ -275,6 +273,10 @@ typedef struct tsr_conf_sink {
 // Emits every case of |op| for |dtype| (the matrix column). Returns 0, or -1
 // when the suite has no cases for the op yet.
 int tsr_conf_cases_emit(int32_t op, tsr_dtype_t dtype, tsr_conf_sink *sink);
+// The dtype of LAYER_NORM's statistics and BATCH_NORM's per-channel
+// operands: float32 for bfloat16 and float16 x, else x's (docs/abi.md
+// 10.17, 10.18).
+tsr_dtype_t tsr_conf_statistics_dtype(tsr_dtype_t dtype);
 // 1 when docs/abi.md allows |dtype| as the main dtype of |op|.
 int tsr_conf_op_accepts(int32_t op, tsr_dtype_t dtype);
 // The representative (small, contiguous) case that decides whether the

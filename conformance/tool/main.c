@@ -282,16 +282,15 @@ static void child_finish(tsr_conf_model *m, running *r) {
   const char *check = r->timed_out ? "hang" : "crash";
   const job *j = r->j;
   if (j->kind == JOB_LOAD) {
-    if (m->open == TSR_CONF_OPENED || m->info_count == 0) {
-      // It got through loading: blame the check that was running.
+    const char *status = tsr_conf_model_info(m, "open.status");
+    if (status[0] == '\0') {
+      // It died before the plugin had started: a load failure, not a refusal.
+      m->open = TSR_CONF_NOT_LOADED;
+      snprintf(m->open_message, sizeof(m->open_message), "loading the plugin %s", what);
+    } else if (atoi(status) == TSR_CONF_OPENED) {
       char name[128];
-      snprintf(name, sizeof(name), "%s: %s", "identity", check);
-      if (m->info_count == 0) {
-        m->open = TSR_CONF_NOT_LOADED;
-        snprintf(m->open_message, sizeof(m->open_message), "loading %s", what);
-      } else {
-        tsr_conf_model_check_add(m, name, TSR_CONF_FAIL, INFINITY, what);
-      }
+      snprintf(name, sizeof(name), "load: %s", check);
+      tsr_conf_model_check_add(m, name, TSR_CONF_FAIL, INFINITY, what);
     }
     return;
   }

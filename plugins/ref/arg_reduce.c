@@ -108,7 +108,9 @@ tsr_status tsr_ref_arg_reduce_plan_init(const tsr_op_signature *signature,
   const tsr_ref_operand *x = &plan->operands[0];
   const tsr_ref_operand *out = &plan->operands[1];
   if (attrs->fn < 0 || attrs->fn >= TSR_ARG_REDUCE_FN_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: attrs fn %d is not an arg_reduce fn",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->fn < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "arg_reduce: attrs fn %d is not an arg_reduce fn",
                              (int)attrs->fn);
   }
   if (attrs->axis < 0 || attrs->axis >= x->rank) {

@@ -99,7 +99,9 @@ tsr_status tsr_ref_binary_plan_init(const tsr_op_signature *signature, tsr_plugi
                              (const void **)&attrs);
   if (status != TSR_OK) return status;
   if (attrs->fn < 0 || attrs->fn >= TSR_BINARY_FN_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "binary: attrs fn %d is not a binary fn",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->fn < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "binary: attrs fn %d is not a binary fn",
                              (int)attrs->fn);
   }
   double alpha = TSR_ABI_COVERS(attrs, tsr_binary_attrs, alpha) ? attrs->alpha : 1.0;

@@ -58,7 +58,9 @@ tsr_status tsr_ref_compare_plan_init(const tsr_op_signature *signature, tsr_plug
                              (const void **)&attrs);
   if (status != TSR_OK) return status;
   if (attrs->fn < 0 || attrs->fn >= TSR_COMPARE_FN_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "compare: attrs fn %d is not a compare fn",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->fn < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "compare: attrs fn %d is not a compare fn",
                              (int)attrs->fn);
   }
   const tsr_ref_operand *a = &plan->operands[0];

@@ -87,7 +87,9 @@ static tsr_status tsr_ref_conv_attrs_read(const tsr_op_signature *signature,
                              (long long)out->groups);
   }
   if (out->activation < 0 || out->activation >= TSR_ACTIVATION_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: activation %d is unknown", op,
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(out->activation < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "%s: activation %d is unknown", op,
                              (int)out->activation);
   }
   if (signature->op != TSR_OP_CONV2D && out->activation != TSR_ACTIVATION_NONE) {

@@ -53,10 +53,15 @@ tsr_status tsr_ref_fill_plan_init(const tsr_op_signature *signature, tsr_plugin_
   static const char *const names[] = {"out"};
   tsr_status status = tsr_ref_operands_init(signature, plan, 0, 0, 1, names);
   if (status != TSR_OK) return status;
-  const tsr_fill_attrs *attrs;
-  status = tsr_ref_attrs_get(signature, offsetof(tsr_fill_attrs, value) + sizeof(double),
-                             (const void **)&attrs);
-  if (status != TSR_OK) return status;
+  // attrs NULL fills with the catalogue's default value, 0 (docs/abi.md 10.2).
+  double value = 0.0;
+  if (signature->attrs != NULL) {
+    const tsr_fill_attrs *attrs;
+    status = tsr_ref_attrs_get(signature, offsetof(tsr_fill_attrs, value) + sizeof(double),
+                               (const void **)&attrs);
+    if (status != TSR_OK) return status;
+    value = attrs->value;
+  }
   const tsr_ref_operand *out = &plan->operands[0];
   status = tsr_ref_output_overlap_check(signature, out);
   if (status != TSR_OK) return status;
@@ -68,7 +73,7 @@ tsr_status tsr_ref_fill_plan_init(const tsr_op_signature *signature, tsr_plugin_
     default: kernel = TSR_REF_EW_KERNEL(fill_8); break;
   }
   tsr_ref_ew_plan_from_operands(plan, kernel, TSR_REF_EW_CHEAP);
-  plan->u.ew.params.fill_bits = tsr_ref_fill_bits_get(attrs->value, out->dtype);
+  plan->u.ew.params.fill_bits = tsr_ref_fill_bits_get(value, out->dtype);
   return TSR_OK;
 }
 

@@ -214,7 +214,9 @@ static tsr_status tsr_ref_cross_entropy_plan_build(const tsr_op_signature *signa
     }
   }
   if (reduction < 0 || reduction >= TSR_REDUCTION_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: attrs reduction %d is not a reduction", op,
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(reduction < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "%s: attrs reduction %d is not a reduction", op,
                              (int)reduction);
   }
   if (!(smoothing >= 0 && smoothing <= 1)) {

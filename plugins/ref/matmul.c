@@ -199,7 +199,9 @@ tsr_status tsr_ref_matmul_plan_init(const tsr_op_signature *signature, tsr_plugi
     if (TSR_ABI_COVERS(attrs, tsr_matmul_attrs, has_bias)) has_bias = attrs->has_bias != 0;
   }
   if (activation < 0 || activation >= TSR_ACTIVATION_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "matmul: activation %d is unknown",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(activation < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "matmul: activation %d is unknown",
                              (int)activation);
   }
   static const char *const with_bias[] = {"a", "b", "bias", "out"};

@@ -125,7 +125,9 @@ tsr_status tsr_ref_pad_plan_init(const tsr_op_signature *signature, tsr_plugin_p
   const tsr_ref_operand *x = &plan->operands[0];
   const tsr_ref_operand *out = &plan->operands[1];
   if (attrs.mode < 0 || attrs.mode >= TSR_PAD_MODE_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "pad: attrs mode %d is not a pad mode",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs.mode < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "pad: attrs mode %d is not a pad mode",
                              (int)attrs.mode);
   }
   if (attrs.reserved != 0) {

@@ -6,6 +6,7 @@
 
 #include "buffer.h"
 #include "host.h"
+#include "ref_checks.h"
 #include "signature.h"
 #include "stream.h"
 
@@ -54,8 +55,9 @@ static tsr_status tsr_ref_plan_build(const char *what, const tsr_op_signature *s
   }
   const char *op = tsr_op_name(signature->op);
   if (op == NULL || signature->op == TSR_OP_INVALID) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: op %d is not in the catalogue", what,
-                             (int)signature->op);
+    // An id past the end may come from a newer catalogue (docs/abi.md 2.4).
+    return tsr_ref_error_set(signature->op >= TSR_OP_COUNT ? TSR_UNSUPPORTED : TSR_INVALID_ARGUMENT,
+                             "%s: op %d is not in ref's catalogue", what, (int)signature->op);
   }
   if (signature->device != 0) {
     return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: device %d does not exist", op,
@@ -235,10 +237,20 @@ static TSR_REF_COLD tsr_status tsr_ref_workspace_error(const tsr_plugin_plan *pl
                            (unsigned long long)args->workspace_offset);
 }
 
-// Checks |args| against |plan| and resolves every pointer: a few compares
-// per operand, no calls, no formatting unless something is wrong.
-tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args *args,
-                                tsr_plugin_stream *stream) {
+#if defined(__GNUC__)
+#define TSR_REF_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TSR_REF_ALWAYS_INLINE inline
+#endif
+
+// Checks |args| and |stream| against |plan| and resolves every operand's
+// first element into |ptrs| and the workspace into |out_workspace|: a few
+// compares per operand, no calls, no formatting unless something is wrong.
+// Inlined into both plan_execute and tsr_ref_exec_args_check (ref_checks.h),
+// so the two run the same checks and plan_execute pays no call.
+static TSR_REF_ALWAYS_INLINE tsr_status tsr_ref_exec_args_resolve(
+    const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
+    char **ptrs, char **out_workspace) {
   if (plan == NULL || args == NULL || !TSR_ABI_COVERS(args, tsr_exec_args, workspace_bytes) ||
       args->num_inputs != plan->num_inputs || args->num_outputs != plan->num_outputs ||
       (plan->num_inputs > 0 && args->inputs == NULL) ||
@@ -247,7 +259,6 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
   }
   tsr_status status = tsr_ref_stream_check("plan_execute", stream);
   if (status != TSR_OK) return status;
-  char *ptrs[TSR_MAX_OPERANDS];
   for (int32_t i = 0; i < plan->num_inputs; ++i) {
     status = tsr_ref_operand_resolve(plan, &plan->operands[i], &args->inputs[i], &ptrs[i]);
     if (status != TSR_OK) return status;
@@ -286,7 +297,23 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
     uintptr_t start = (uintptr_t)ws->data + args->workspace_offset;
     workspace = (char *)((start + 63) & ~(uintptr_t)63);
   }
+  *out_workspace = workspace;
+  return TSR_OK;
+}
+
+tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args *args,
+                                tsr_plugin_stream *stream) {
+  char *ptrs[TSR_MAX_OPERANDS];
+  char *workspace = NULL;
+  tsr_status status = tsr_ref_exec_args_resolve(plan, args, stream, ptrs, &workspace);
+  if (status != TSR_OK) return status;
   return plan->execute(plan, ptrs, workspace);
+}
+
+tsr_status tsr_ref_exec_args_check(const tsr_plugin_plan *plan, const tsr_exec_args *args) {
+  char *ptrs[TSR_MAX_OPERANDS];
+  char *workspace = NULL;
+  return tsr_ref_exec_args_resolve(plan, args, NULL, ptrs, &workspace);
 }
 
 // Runs an elementwise plan; the engine takes the plan's operand order.

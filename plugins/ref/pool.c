@@ -286,7 +286,9 @@ static tsr_status tsr_ref_pool_attrs_read(const tsr_op_signature *signature,
                              (unsigned)a->reserved);
   }
   if (out->kind < 0 || out->kind >= TSR_POOL_KIND_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: kind %d is unknown", op, (int)out->kind);
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(out->kind < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "%s: kind %d is unknown", op, (int)out->kind);
   }
   for (int d = 0; d < 2; ++d) {
     const char *bad = NULL;

@@ -353,7 +353,9 @@ tsr_status tsr_ref_reduce_plan_init(const tsr_op_signature *signature, tsr_plugi
   const tsr_ref_operand *x = &plan->operands[0];
   const tsr_ref_operand *out = &plan->operands[1];
   if (attrs->fn < 0 || attrs->fn >= TSR_REDUCE_FN_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "reduce: attrs fn %d is not a reduce fn",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->fn < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "reduce: attrs fn %d is not a reduce fn",
                              (int)attrs->fn);
   }
   const char *fn_name = fn_names[attrs->fn];

@@ -140,7 +140,9 @@ tsr_status tsr_ref_rng_fill_plan_init(const tsr_op_signature *signature, tsr_plu
   if (status != TSR_OK) return status;
   const tsr_ref_operand *out = &plan->operands[0];
   if (attrs->distribution < 0 || attrs->distribution >= TSR_RNG_DISTRIBUTION_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->distribution < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED,
                              "rng_fill: attrs distribution %d is not a distribution",
                              (int)attrs->distribution);
   }

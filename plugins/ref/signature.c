@@ -33,7 +33,9 @@ static tsr_status tsr_ref_operand_init(int32_t op_id, const char *op, const char
                              desc->struct_size);
   }
   if (desc->dtype < 0 || desc->dtype >= TSR_DTYPE_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: %s dtype %d is not a Tessera dtype", op,
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(desc->dtype < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "%s: %s dtype %d is not a Tessera dtype", op,
                              name, (int)desc->dtype);
   }
   if ((desc->dtype == TSR_BFLOAT16 || desc->dtype == TSR_FLOAT16) &&

@@ -165,7 +165,9 @@ static tsr_status tsr_ref_unary_attrs_read(const tsr_op_signature *signature,
       signature, offsetof(tsr_unary_attrs, fn) + sizeof(tsr_unary_fn_t), (const void **)&attrs);
   if (status != TSR_OK) return status;
   if (attrs->fn < 0 || attrs->fn >= TSR_UNARY_FN_COUNT) {
-    return tsr_ref_error_set(TSR_INVALID_ARGUMENT, "%s: attrs fn %d is not a unary fn",
+    // A value past the end may come from a newer catalogue: unsupported, not
+    // invalid (docs/abi.md 2.4).
+    return tsr_ref_error_set(attrs->fn < 0 ? TSR_INVALID_ARGUMENT : TSR_UNSUPPORTED, "%s: attrs fn %d is not a unary fn",
                              tsr_op_name(signature->op), (int)attrs->fn);
   }
   if (TSR_ABI_COVERS(attrs, tsr_unary_attrs, alpha)) {
