@@ -36,9 +36,9 @@ PRUNE_FACTOR = 2.5
 # row's measurement stops adding rounds past ROW_CAP_S (after MIN_ROUNDS),
 # a participant's tuning of one row stops after the round that passes
 # TUNE_CAP_S.
-ROW_CAP_S = {"full": 75.0, "quick": 20.0}
+ROW_CAP_S = {"full": 60.0, "quick": 20.0}
 MIN_ROUNDS = {"full": 3, "quick": 2}
-TUNE_CAP_S = {"full": 25.0, "quick": 10.0}  # one batch; a fashion epoch on a loaded machine stays well below
+TUNE_CAP_S = {"full": 15.0, "quick": 10.0}  # one batch; a fashion epoch on a loaded machine stays well below
 
 
 def log(message):
@@ -110,7 +110,8 @@ def run_batch(pool, part, config, row, batch, gap_s):
 
 
 def tune(part, rows, pool, mode, rounds, gap_s, cap_s):
-    """Per row: {"chosen": config name or None, "tuning": [...], "status", "reason"}."""
+    """Per row: {"finalists": [config names], "tuning": [...], and "status", "reason"
+    when no configuration ran it}."""
     out = {}
     if len(part.configs) == 1:
         for row in rows:
@@ -211,6 +212,8 @@ def measure(row, parts, choices, pool, rounds, mode, gap_s):
                                       "others_cpu_s": 0.0, "wall_s": 0.0, "extra": {},
                                       "env": config.shown_env()}
     started, done = time.perf_counter(), 0
+    if mode == "full" and row.rounds_full:
+        rounds = row.rounds_full
     for r in range(rounds):
         if r >= MIN_ROUNDS[mode] and time.perf_counter() - started > ROW_CAP_S[mode]:
             log(f"  {row.title}: {r} rounds in {time.perf_counter() - started:.0f} s; "
@@ -235,7 +238,7 @@ def measure(row, parts, choices, pool, rounds, mode, gap_s):
         if run["status"] == "ok" and run["samples_s"]:
             s = run["samples_s"]
             run.update(median_s=statistics.median(s), min_s=min(s), max_s=max(s), n=len(s))
-            run["others_cores"] = run["others_cpu_s"] / run["wall_s"] if run["wall_s"] else None
+            run["others_cores"] = report.others_load(run)
         if not run["extra"]:
             del run["extra"]
     for res in results.values():
@@ -277,8 +280,8 @@ def main(argv=None):
     ap.add_argument("--peers", default="",
                     help="comma-separated peers to include (torch_pypi,torch_debian,"
                          "libtorch,onnxruntime,limits); default: all available")
-    ap.add_argument("--rounds", type=int, default=0, help="measurement rounds (default 7, "
-                    "quick 3)")
+    ap.add_argument("--rounds", type=int, default=0, help="measurement rounds (default 5, "
+                    "quick 3; fewer where a row passes its time cap)")
     ap.add_argument("--cores", type=int, default=2, help="cores every participant gets "
                     "(default 2)")
     ap.add_argument("--out", default="", help="folder for the JSON and the chart")
@@ -325,7 +328,7 @@ def main(argv=None):
         rows = [r for r in rows if r.in_quick]
     else:
         skipped = []
-    rounds = args.rounds or (7 if mode == "full" else 3)
+    rounds = args.rounds or (5 if mode == "full" else 3)
     tune_rounds = 2 if mode == "full" else 1
     cores = max(1, min(args.cores, len(os.sched_getaffinity(0))))
     all_cpus = sorted(os.sched_getaffinity(0))
@@ -387,8 +390,9 @@ def main(argv=None):
 
     others = [(r["others_cpu_s"], r["wall_s"]) for _, res in results for r in res.values()
               if r.get("status") == "ok" and r.get("wall_s")]
-    per_row = [r["others_cores"] for _, res in results for r in res.values()
-               if r.get("others_cores") is not None]
+    per_row = [report.others_load(r) for _, res in results for r in res.values()
+               if r.get("status") == "ok"]
+    per_row = [x for x in per_row if x is not None]
     versions = {"tessera": dict(tinfo)}
     part_json = []
     for p in parts:

@@ -272,8 +272,9 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
 
     limits_bin = os.path.join(build_dir, "bin", "tsr-bench-limits")
     limits = Participant("limits", "physical limit", "limit", [
-        Config(f"threads{cores}", [limits_bin], {"OMP_NUM_THREADS": str(cores),
-                                                 "TSR_BENCH_THREADS": str(cores)}, cores)])
+        Config(f"threads{t}", [limits_bin], {"OMP_NUM_THREADS": str(t),
+                                             "TSR_BENCH_THREADS": str(t)}, t)
+        for t in ([cores, 1] if cores > 1 else [1])])
     if not os.access(limits_bin, os.X_OK):
         limits.available, limits.reason = False, f"{limits_bin} not built (needs libdnnl-dev)"
     parts.append(limits)

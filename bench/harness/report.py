@@ -95,14 +95,32 @@ def terminal_table(run):
     return "\n".join(lines)
 
 
+# Below this much batch time in a row, /proc/stat's 10 ms ticks make the
+# other processes' share meaningless.
+MIN_LOAD_WALL_S = 1.0
+
+
+def others_load(result):
+    """Cores other processes used while |result|'s batches ran, or None."""
+    wall = result.get("wall_s") or 0.0
+    if wall < MIN_LOAD_WALL_S:
+        return None
+    return result.get("others_cpu_s", 0.0) / wall
+
+
 def _load_text(run):
     m = run["machine"]
     avg = m.get("others_cores_mean")
     text = (f"load average {m['loadavg_start'][0]:.2f} at the start and "
             f"{m['loadavg_end'][0]:.2f} at the end")
+    loads = [others_load(r) for row in run["rows"] for r in row["results"].values()
+             if r.get("status") == "ok"]
+    loads = [x for x in loads if x is not None]
     if avg is not None:
         text += (f"; other processes used {avg:.2f} of the {m['cpu']['logical_cpus']} "
-                 f"logical CPUs on average while batches ran (most: {m['others_cores_max']:.2f})")
+                 f"logical CPUs on average while batches ran")
+        if loads:
+            text += f" (at most {max(loads):.2f} during one participant's batches of a row)"
     return text
 
 
@@ -132,7 +150,9 @@ def markdown(run, json_path, chart_path):
     for p in parts:
         if p["kind"] == "peer":
             state = "" if p["available"] else f": not available ({p['reason']})"
-            lines.append(f"- {p['title']}{state}" + (f", {p['info'].get('executable', '')}, "
+            where = p["info"].get("executable") or (p["configs"][0]["argv"][0]
+                                                     if p["configs"] else "")
+            lines.append(f"- {p['title']}{state}" + (f", `{where}`, "
                                                      f"{len(p['configs'])} configurations tried"
                                                      if p["available"] else "") + ".")
     onednn = v.get("onednn")
@@ -161,7 +181,7 @@ def markdown(run, json_path, chart_path):
                  "median, is in the JSON):")
     lines.append("")
     lines.append("| workload | participant | configuration | median | min – max | samples | "
-                 "others' load (cores) |")
+                 "others' load (cores; – under 1 s of batches) |")
     lines.append("|---|---|---|---|---|---|---|")
     for row in run["rows"]:
         for p in parts:
@@ -170,12 +190,12 @@ def markdown(run, json_path, chart_path):
                 continue
             extra = r.get("extra", {}).get("test_accuracy")
             extra = f" (test accuracy {extra:.4f})" if extra is not None else ""
-            load = r.get("others_cores")
+            load = others_load(r)
             lines.append(f"| {row['title']} | {p['title']} | `{r.get('config', '')}` | "
                          f"{fmt_time(row, r['median_s'])}{extra} | "
                          f"{fmt_value(r['min_s'] * row['scale'])} – "
                          f"{fmt_value(r['max_s'] * row['scale'])} | {r['n']} | "
-                         f"{'' if load is None else f'{load:.2f}'} |")
+                         f"{'–' if load is None else f'{load:.2f}'} |")
     not_yet = [(row["title"], row["results"]["tessera"].get("reason", ""))
                for row in run["rows"]
                if row["results"].get("tessera", {}).get("status") == "not_yet"]

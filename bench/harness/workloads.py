@@ -36,7 +36,7 @@ class Row:
     tuned: bool = True                 # False: uses the configuration chosen for |tune_as|
     tune_as: str = ""
     in_quick: bool = True
-    rounds_full: int = 0               # 0: the run's default number of rounds
+    rounds_full: int = 0               # rounds of a full run (0: the run's default)
     peers: tuple = field(default=())   # extra notes
 
 
@@ -49,8 +49,8 @@ def _sgemm(n, full, quick, tune):
 ROWS = [
     Row("dispatch", "dispatch", 0, "dispatch",
         "eager add of two 16-float tensors, result allocated and released (per-op overhead)",
-        "us", 1e6, full=Batch(200, 9, 2000), quick=Batch(100, 5, 1000),
-        tune=Batch(100, 3, 1000)),
+        "us", 1e6, full=Batch(500, 9, 10000), quick=Batch(200, 5, 5000),
+        tune=Batch(200, 3, 3000)),
     _sgemm(256, Batch(3, 7, 10), Batch(2, 5, 5), Batch(2, 3, 5)),
     _sgemm(1024, Batch(1, 5, 1), Batch(1, 3, 1), Batch(1, 2, 1)),
     _sgemm(2048, Batch(1, 3, 1), Batch(1, 2, 1), Batch(0, 1, 1)),
@@ -77,7 +77,7 @@ ROWS = [
     Row("fashion_epoch", "fashion_epoch", 0, "fashion_epoch",
         "one epoch of the CNN on Fashion-MNIST (60k images, Adam, batch 64) from a fresh "
         "initialisation, then test accuracy", "s", 1.0, full=Batch(0, 1, 1),
-        quick=Batch(0, 1, 1), tuned=False, tune_as="cnn_train", in_quick=False, rounds_full=1),
+        quick=Batch(0, 1, 1), tuned=False, tune_as="cnn_train", in_quick=False, rounds_full=2),
 ]
 
 BY_KEY = {r.key: r for r in ROWS}

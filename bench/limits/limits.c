@@ -27,27 +27,35 @@
 typedef struct limits {
   int threads;
   int64_t sgemm_n;
-  float *a, *b, *c;  // the current workload's buffers
+  float *a, *b, *c;  // the current workload's buffers, inside:
+  void *raw[3];      // their allocations
   int add_ready;
 } limits;
 
 static void buffers_free(limits *l) {
-  free(l->a);
-  free(l->b);
-  free(l->c);
+  for (int i = 0; i < 3; ++i) {
+    free(l->raw[i]);
+    l->raw[i] = NULL;
+  }
   l->a = l->b = l->c = NULL;
   l->sgemm_n = 0;
   l->add_ready = 0;
 }
 
+// Each buffer starts at a different offset within its page (0, 1 KiB, 2 KiB):
+// streams whose addresses agree in their low 12 bits alias in the load/store
+// unit (4K aliasing) and cost the add loop a quarter of its bandwidth.
 static int buffers_alloc(limits *l, size_t count) {
   buffers_free(l);
-  l->a = aligned_alloc(64, count * sizeof(float));
-  l->b = aligned_alloc(64, count * sizeof(float));
-  l->c = aligned_alloc(64, count * sizeof(float));
-  if (l->a == NULL || l->b == NULL || l->c == NULL) {
-    buffers_free(l);
-    return 0;
+  float **bufs[3] = {&l->a, &l->b, &l->c};
+  const size_t bytes = (count * sizeof(float) + 2 * 4096 - 1) & ~(size_t)4095;
+  for (int i = 0; i < 3; ++i) {
+    l->raw[i] = aligned_alloc(4096, bytes);
+    if (l->raw[i] == NULL) {
+      buffers_free(l);
+      return 0;
+    }
+    *bufs[i] = (float *)((char *)l->raw[i] + 1024 * i);
   }
   bench_fill_random(l->a, count, 1);
   bench_fill_random(l->b, count, 2);
