@@ -66,18 +66,8 @@
 #define MISSINGDEP NULL
 #endif
 
-#define CHECK_OK(expr)                                                                 \
-  do {                                                                                 \
-    tsr_status check_status_ = (expr);                                                 \
-    if (check_status_ != TSR_OK) {                                                     \
-      fail_msg("%s: %s: %s", #expr, tsr_status_name(check_status_), tsr_last_error()); \
-    }                                                                                  \
-  } while (0)
+#include "test_check.h"
 
-#define CHECK_TENSOR(t)                                                \
-  do {                                                                 \
-    if ((t) == NULL) fail_msg("%s is NULL: %s", #t, tsr_last_error()); \
-  } while (0)
 
 // ---------------------------------------------------------------------------
 // Helpers.

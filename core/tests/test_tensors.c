@@ -25,18 +25,8 @@ typedef struct fixture {
 // ---------------------------------------------------------------------------
 // Helpers.
 
-#define CHECK_OK(expr)                                                                     \
-  do {                                                                                     \
-    tsr_status check_status_ = (expr);                                                     \
-    if (check_status_ != TSR_OK) {                                                         \
-      fail_msg("%s: %s: %s", #expr, tsr_status_name(check_status_), tsr_last_error());     \
-    }                                                                                      \
-  } while (0)
+#include "test_check.h"
 
-#define CHECK_TENSOR(t)                                                                    \
-  do {                                                                                     \
-    if ((t) == NULL) fail_msg("%s is NULL: %s", #t, tsr_last_error());                     \
-  } while (0)
 
 static void sizes_equal(const tsr_tensor *t, int32_t rank, const int64_t *sizes) {
   assert_int_equal(tsr_tensor_rank(t), rank);
