@@ -286,8 +286,11 @@ tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *sign
   return TSR_OK;
 }
 
-tsr_status tsr_dispatch(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
-                        int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs) {
+// Builds the signature of an op call and runs it, or (|out_engine| not NULL)
+// only finds or creates its plan and reports the plan's engine.
+static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+                                  int32_t num_outputs, tsr_tensor *const *outputs,
+                                  const void *attrs, const char **out_engine) {
   const char *op_name = tsr_op_name(op);
   if (op_name == NULL || op == TSR_OP_INVALID) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "op_run: op id %d is not in the catalogue", op);
@@ -358,9 +361,38 @@ tsr_status tsr_dispatch(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *i
   signature.attrs = attrs;
   signature.math_mode = TSR_MATH_STRICT;
   signature.flags = 0;
+  if (out_engine != NULL) {
+    tsr_plan_key key;
+    const tsr_plan_entry *entry = NULL;
+    tsr_plugin_plan *uncached = NULL;
+    status = tsr_plan_key_build(&signature, &key);
+    if (status == TSR_OK) status = plan_get(device, &signature, &key, &entry, &uncached);
+    if (status != TSR_OK) return tsr_context_fail(device->owner, status);
+    if (uncached != NULL) {
+      // Plan cache full: the engine name dies with the plan.
+      device->plugin->api->plan_destroy(uncached);
+      *out_engine = "(plan not cached: the plan cache is full)";
+    } else {
+      *out_engine = entry->plan != NULL ? entry->info.engine : "fallback: not on this device";
+    }
+    return TSR_OK;
+  }
   status = tsr_dispatch_signature_run(device, &signature, inputs, outputs, 1);
   if (status != TSR_OK) return tsr_context_fail(device->owner, status);
   return TSR_OK;
+}
+
+tsr_status tsr_dispatch(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+                        int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs) {
+  return dispatch_common(op, num_inputs, inputs, num_outputs, outputs, attrs, NULL);
+}
+
+tsr_status tsr_op_engine_get(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+                             int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs,
+                             const char **out_engine) {
+  if (out_engine == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "op_engine_get: out_engine is NULL");
+  *out_engine = NULL;
+  return dispatch_common(op, num_inputs, inputs, num_outputs, outputs, attrs, out_engine);
 }
 
 tsr_status tsr_op_run(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,

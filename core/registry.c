@@ -23,6 +23,10 @@ static tsr_plugin *loaded[TSR_MAX_PLUGINS];
 static int32_t loaded_count;
 static _Atomic(tsr_thread_pool *) pool;
 static int32_t pool_refs;
+// The plugin whose thread runtime the host's parallel_for runs on (ABI 0.2,
+// docs/abi.md 7.9), or NULL for the core's pool. Set and cleared under
+// registry_lock; read without it on every parallel_for.
+static _Atomic(const tsr_plugin_api *) runtime_api;
 
 // --- the host table -------------------------------------------------------
 
@@ -62,6 +66,8 @@ static tsr_status host_parallel_for(void *ctx, int64_t count, int64_t grain, tsr
     return tsr_error_set(TSR_INVALID_ARGUMENT, "parallel_for: fn %s, count %lld",
                          fn ? "set" : "NULL", (long long)count);
   }
+  const tsr_plugin_api *runtime = atomic_load_explicit(&runtime_api, memory_order_acquire);
+  if (runtime != NULL) return runtime->parallel_for(count, grain, fn, arg);
   tsr_thread_pool *p = atomic_load_explicit(&pool, memory_order_acquire);
   if (p == NULL) {
     if (count > 0) fn(arg, 0, count, 0);
@@ -72,6 +78,8 @@ static tsr_status host_parallel_for(void *ctx, int64_t count, int64_t grain, tsr
 
 static int32_t host_thread_count(void *ctx) {
   (void)ctx;
+  const tsr_plugin_api *runtime = atomic_load_explicit(&runtime_api, memory_order_acquire);
+  if (runtime != NULL) return runtime->thread_count_get();
   tsr_thread_pool *p = atomic_load_explicit(&pool, memory_order_acquire);
   return p ? tsr_thread_pool_thread_count(p) : 1;
 }
@@ -149,8 +157,14 @@ static const char *missing_required(const tsr_plugin_api *api) {
 }
 
 static tsr_status plugin_shutdown(tsr_plugin *plugin) {
-  if (!TSR_ABI_HAS(plugin->api, tsr_plugin_api, shutdown)) return TSR_OK;
-  return plugin->api->shutdown();
+  const tsr_plugin_api *api = plugin->api;
+  tsr_status status = TSR_ABI_HAS(api, tsr_plugin_api, shutdown) ? api->shutdown() : TSR_OK;
+  if (status == TSR_OK && atomic_load(&runtime_api) == api) {
+    atomic_store_explicit(&runtime_api, NULL, memory_order_release);
+    tsr_log(TSR_LOG_INFO, "parallel_for runs on the core's thread pool again (%s shut down)",
+            api->name);
+  }
+  return status;
 }
 
 // Runs the entry, checks the ABI, init, probe and devices. On failure the
@@ -228,6 +242,14 @@ static tsr_status plugin_start(tsr_plugin *plugin) {
     return status;
   }
   plugin->device_count = count;
+  // One thread runtime per process (DESIGN.md 5.3): the first plugin that
+  // brings one runs everybody's parallel_for from now on.
+  if (TSR_ABI_HAS(api, tsr_plugin_api, parallel_for) &&
+      TSR_ABI_HAS(api, tsr_plugin_api, thread_count_get) && atomic_load(&runtime_api) == NULL) {
+    atomic_store_explicit(&runtime_api, api, memory_order_release);
+    tsr_log(TSR_LOG_INFO, "parallel_for runs on %s's thread runtime (%d threads)", api->name,
+            (int)api->thread_count_get());
+  }
   return TSR_OK;
 }
 

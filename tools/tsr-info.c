@@ -275,6 +275,64 @@ static void print_op_matrix(tsr_context *context) {
   }
 }
 
+// One representative call of an op, to show which engine a device picks.
+typedef struct engine_probe {
+  const char *label;
+  tsr_op_id_t op;
+  int32_t num_inputs;
+  int32_t num_outputs;
+  int32_t ranks[4];
+  int64_t sizes[4][4];
+  const void *attrs;
+} engine_probe;
+
+// The engine each device's plan uses for a few typical calls: what
+// TSR_TRACE=1 prints per op, without running anything.
+static void print_engines(tsr_context *context) {
+  static const tsr_binary_attrs add = {sizeof(tsr_binary_attrs), TSR_BINARY_ADD, 0, 1.0};
+  static const tsr_matmul_attrs mm = {sizeof(tsr_matmul_attrs), 1.0, 0.0, TSR_ACTIVATION_NONE, 0};
+  static const tsr_conv2d_attrs conv = {sizeof(tsr_conv2d_attrs), {1, 1}, {1, 1}, {1, 1},
+                                        {1, 1}, 1, TSR_ACTIVATION_NONE, 0};
+  static const tsr_softmax_attrs sm = {sizeof(tsr_softmax_attrs), 1, 0};
+  static const engine_probe probes[] = {
+      {"add f32 [16]", TSR_OP_BINARY, 2, 1, {1, 1, 1}, {{16}, {16}, {16}}, &add},
+      {"add f32 [4096,4096]", TSR_OP_BINARY, 2, 1, {2, 2, 2},
+       {{4096, 4096}, {4096, 4096}, {4096, 4096}}, &add},
+      {"matmul f32 8x8x8", TSR_OP_MATMUL, 2, 1, {2, 2, 2}, {{8, 8}, {8, 8}, {8, 8}}, &mm},
+      {"matmul f32 1024x1024x1024", TSR_OP_MATMUL, 2, 1, {2, 2, 2},
+       {{1024, 1024}, {1024, 1024}, {1024, 1024}}, &mm},
+      {"conv2d f32 3x3 [64,32,28,28]->64", TSR_OP_CONV2D, 2, 1, {4, 4, 4},
+       {{64, 32, 28, 28}, {64, 32, 3, 3}, {64, 64, 28, 28}}, &conv},
+      {"softmax f32 [256,1000]", TSR_OP_SOFTMAX, 1, 1, {2, 2}, {{256, 1000}, {256, 1000}}, &sm},
+  };
+  printf("\nEngines (the plan each device makes for a typical call):\n");
+  for (int32_t d = 0; d < tsr_context_device_count(context); ++d) {
+    tsr_device *device = tsr_context_device_get(context, d);
+    printf("  %s\n", tsr_device_name(device));
+    for (size_t p = 0; p < sizeof(probes) / sizeof(probes[0]); ++p) {
+      const engine_probe *probe = &probes[p];
+      tsr_tensor *tensors[4] = {NULL};
+      int ok = 1;
+      for (int32_t t = 0; t < probe->num_inputs + probe->num_outputs; ++t) {
+        tensors[t] = tsr_tensor_empty(device, TSR_FLOAT32, probe->ranks[t], probe->sizes[t]);
+        ok = ok && tensors[t] != NULL;
+      }
+      const char *engine = NULL;
+      tsr_status status = ok ? tsr_op_engine_get(probe->op, probe->num_inputs, tensors,
+                                                 probe->num_outputs, tensors + probe->num_inputs,
+                                                 probe->attrs, &engine)
+                             : tsr_last_status();
+      if (status == TSR_OK) {
+        printf("    %-34s %s\n", probe->label, engine);
+      } else {
+        printf("    %-34s (%s: %s)\n", probe->label, tsr_status_name(status), tsr_last_error());
+        tsr_context_error_clear(context);
+      }
+      for (int32_t t = 0; t < 4; ++t) tsr_tensor_release(tensors[t]);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   tsr_context_options options;
   tsr_context_options_init(&options);
@@ -311,6 +369,7 @@ int main(int argc, char **argv) {
   print_rejected(context);
   print_devices(context);
   print_op_matrix(context);
+  print_engines(context);
 
   tsr_context_destroy(context);
   return 0;

@@ -19,7 +19,7 @@
 static void test_abi_version_is_zero_one(void **state) {
   (void)state;
   assert_int_equal(TSR_ABI_VERSION_MAJOR, 0);
-  assert_int_equal(TSR_ABI_VERSION_MINOR, 1);
+  assert_int_equal(TSR_ABI_VERSION_MINOR, 2);
   assert_string_equal(TSR_PLUGIN_ENTRY_NAME, "tsr_plugin_entry");
   assert_int_equal(TSR_MAX_RANK, 8);
   assert_int_equal(TSR_MAX_OPERANDS, 16);
@@ -187,7 +187,9 @@ static void test_abi_plugin_api_layout(void **state) {
   FIELD(tsr_plugin_api, plan_info_get, 272);
   FIELD(tsr_plugin_api, plan_execute, 280);
   FIELD(tsr_plugin_api, plan_destroy, 288);
-  SIZE(tsr_plugin_api, 296);
+  FIELD(tsr_plugin_api, parallel_for, 296);
+  FIELD(tsr_plugin_api, thread_count_get, 304);
+  SIZE(tsr_plugin_api, 312);
 }
 
 static void test_abi_op_attrs_layout(void **state) {

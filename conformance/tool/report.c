@@ -6,6 +6,13 @@
 
 #include "model.h"
 
+// tsr_op_name, never NULL (a failure row always has a catalogue op; this keeps
+// printf's %s defined even if one did not).
+static const char *op_name_text(int32_t op) {
+  const char *name = tsr_op_name(op);
+  return name ? name : "?";
+}
+
 static const char *short_dtype(tsr_dtype_t dt) {
   static const char *const names[] = {"f32", "f64", "bf16", "f16", "i32", "i64", "bool"};
   return dt >= 0 && dt < TSR_DTYPE_COUNT ? names[dt] : "?";
@@ -154,7 +161,7 @@ void tsr_conf_report_text(const tsr_conf_model *m, FILE *out) {
       const tsr_conf_failure_row *f = &m->failures[i];
       char rt[32];
       ratio_text(f->ratio, rt, sizeof(rt));
-      fprintf(out, "  %s %s [%s] err/tol %s: %s: %s\n", tsr_op_name(f->op), tsr_oracle_dtype_name(f->dtype),
+      fprintf(out, "  %s %s [%s] err/tol %s: %s: %s\n", op_name_text(f->op), tsr_oracle_dtype_name(f->dtype),
               f->check, rt, f->case_name, f->detail);
     }
   }
@@ -172,7 +179,7 @@ void tsr_conf_report_text(const tsr_conf_model *m, FILE *out) {
     const tsr_conf_failure_row *f = &m->failures[i];
     char rt[32];
     ratio_text(f->ratio, rt, sizeof(rt));
-    fprintf(out, "refusal: op=%s check=%s dtype=%s ratio=%s\n", tsr_op_name(f->op), f->check,
+    fprintf(out, "refusal: op=%s check=%s dtype=%s ratio=%s\n", op_name_text(f->op), f->check,
             tsr_oracle_dtype_name(f->dtype), rt);
   }
   fprintf(out, "time: %.1f s\n", m->seconds);

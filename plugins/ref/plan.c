@@ -228,11 +228,12 @@ static TSR_REF_COLD tsr_status tsr_ref_exec_args_error(const tsr_plugin_plan *pl
 }
 
 static TSR_REF_COLD tsr_status tsr_ref_workspace_error(const tsr_plugin_plan *plan,
-                                                      const tsr_exec_args *args) {
+                                                      const tsr_exec_args *args,
+                                                      uint64_t workspace_bytes) {
   return tsr_ref_error_set(TSR_INVALID_ARGUMENT,
                            "plan_execute: %s needs a workspace of %llu bytes inside a live ref "
                            "buffer; got %llu bytes at offset %llu",
-                           tsr_op_name(plan->op), (unsigned long long)plan->workspace_bytes,
+                           tsr_op_name(plan->op), (unsigned long long)workspace_bytes,
                            (unsigned long long)args->workspace_bytes,
                            (unsigned long long)args->workspace_offset);
 }
@@ -250,7 +251,7 @@ static TSR_REF_COLD tsr_status tsr_ref_workspace_error(const tsr_plugin_plan *pl
 // so the two run the same checks and plan_execute pays no call.
 static TSR_REF_ALWAYS_INLINE tsr_status tsr_ref_exec_args_resolve(
     const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
-    char **ptrs, char **out_workspace) {
+    uint64_t workspace_bytes, char **ptrs, char **out_workspace) {
   if (plan == NULL || args == NULL || !TSR_ABI_COVERS(args, tsr_exec_args, workspace_bytes) ||
       args->num_inputs != plan->num_inputs || args->num_outputs != plan->num_outputs ||
       (plan->num_inputs > 0 && args->inputs == NULL) ||
@@ -286,12 +287,12 @@ static TSR_REF_ALWAYS_INLINE tsr_status tsr_ref_exec_args_resolve(
     }
   }
   char *workspace = NULL;
-  if (plan->workspace_bytes > 0) {
+  if (workspace_bytes > 0) {
     const tsr_plugin_buffer *ws = args->workspace;
     if (ws == NULL || ws->state != TSR_REF_BUFFER_LIVE ||
-        args->workspace_bytes < plan->workspace_bytes || args->workspace_offset > ws->bytes ||
-        plan->workspace_bytes > ws->bytes - args->workspace_offset) {
-      return tsr_ref_workspace_error(plan, args);
+        args->workspace_bytes < workspace_bytes || args->workspace_offset > ws->bytes ||
+        workspace_bytes > ws->bytes - args->workspace_offset) {
+      return tsr_ref_workspace_error(plan, args, workspace_bytes);
     }
     // workspace_bytes includes the slack to round the start up to 64 bytes.
     uintptr_t start = (uintptr_t)ws->data + args->workspace_offset;
@@ -305,15 +306,24 @@ tsr_status tsr_ref_plan_execute(const tsr_plugin_plan *plan, const tsr_exec_args
                                 tsr_plugin_stream *stream) {
   char *ptrs[TSR_MAX_OPERANDS];
   char *workspace = NULL;
-  tsr_status status = tsr_ref_exec_args_resolve(plan, args, stream, ptrs, &workspace);
+  const uint64_t workspace_bytes = plan != NULL ? plan->workspace_bytes : 0;
+  tsr_status status =
+      tsr_ref_exec_args_resolve(plan, args, stream, workspace_bytes, ptrs, &workspace);
   if (status != TSR_OK) return status;
   return plan->execute(plan, ptrs, workspace);
+}
+
+tsr_status tsr_ref_exec_args_resolve_for(const tsr_plugin_plan *plan, const tsr_exec_args *args,
+                                         tsr_plugin_stream *stream, uint64_t workspace_bytes,
+                                         char **out_ptrs, char **out_workspace) {
+  return tsr_ref_exec_args_resolve(plan, args, stream, workspace_bytes, out_ptrs, out_workspace);
 }
 
 tsr_status tsr_ref_exec_args_check(const tsr_plugin_plan *plan, const tsr_exec_args *args) {
   char *ptrs[TSR_MAX_OPERANDS];
   char *workspace = NULL;
-  return tsr_ref_exec_args_resolve(plan, args, NULL, ptrs, &workspace);
+  const uint64_t workspace_bytes = plan != NULL ? plan->workspace_bytes : 0;
+  return tsr_ref_exec_args_resolve(plan, args, NULL, workspace_bytes, ptrs, &workspace);
 }
 
 // Runs an elementwise plan; the engine takes the plan's operand order.

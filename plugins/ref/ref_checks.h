@@ -32,4 +32,14 @@ __attribute__((visibility("hidden"))) tsr_status tsr_ref_copy_device_to_device_c
 __attribute__((visibility("hidden"))) tsr_status tsr_ref_exec_args_check(
     const tsr_plugin_plan *plan, const tsr_exec_args *args);
 
+// plan_execute's checks and resolution with another plan's workspace size:
+// for a plugin that compiles ref in and runs some plans on other engines
+// (plugins/onednn). Checks |args| and |stream| against the ref plan |plan|,
+// except that the workspace must hold |workspace_bytes| (64-byte slack
+// included); writes each operand's element-0 address (inputs, then outputs)
+// to |out_ptrs| and the 64-aligned workspace (NULL when 0) to |out_workspace|.
+__attribute__((visibility("hidden"))) tsr_status tsr_ref_exec_args_resolve_for(
+    const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
+    uint64_t workspace_bytes, char **out_ptrs, char **out_workspace);
+
 #endif  // TESSERA_PLUGINS_REF_REF_CHECKS_H_

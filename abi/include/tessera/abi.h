@@ -20,7 +20,7 @@ extern "C" {
 // Majors must match; a plugin built against another minor loads, and each side
 // reads only the fields the other side's |struct_size| covers.
 #define TSR_ABI_VERSION_MAJOR 0
-#define TSR_ABI_VERSION_MINOR 1
+#define TSR_ABI_VERSION_MINOR 2
 
 #define TSR_PLUGIN_ENTRY_NAME "tsr_plugin_entry"
 #define TSR_MAX_RANK 8
@@ -320,6 +320,17 @@ typedef struct tsr_plugin_api {
   tsr_status (*plan_execute)(const tsr_plugin_plan *plan, const tsr_exec_args *args,
                              tsr_plugin_stream *stream);
   tsr_status (*plan_destroy)(tsr_plugin_plan *plan);
+
+  // --- ABI 0.2 ---
+  // Optional: the plugin's own thread runtime. A plugin whose vendor library
+  // brings a thread pool (oneDNN's OpenMP) offers it here; from the plugin's
+  // load until its shutdown the core runs the host table's parallel_for and
+  // thread_count on it instead of on the core's pool, so a process never
+  // keeps two pools busy on the same cores (DESIGN.md 5.3). The contract is
+  // tsr_host_api.parallel_for's, including the chunking rule of docs/abi.md
+  // 4.4, so results do not depend on which runtime ran them. Both or neither.
+  tsr_status (*parallel_for)(int64_t count, int64_t grain, tsr_parallel_fn fn, void *arg);
+  int32_t (*thread_count_get)(void);
 } tsr_plugin_api;
 
 // The one exported function. Called once per load, before anything else, on
@@ -354,7 +365,8 @@ _Static_assert(sizeof(tsr_plan_info) == 40, "ABI layout");
 _Static_assert(sizeof(tsr_exec_args) == 80, "ABI layout");
 _Static_assert(offsetof(tsr_plugin_api, init) == 48, "ABI layout");
 _Static_assert(offsetof(tsr_plugin_api, plan_destroy) == 288, "ABI layout");
-_Static_assert(sizeof(tsr_plugin_api) == 296, "ABI layout");
+_Static_assert(offsetof(tsr_plugin_api, parallel_for) == 296, "ABI layout");
+_Static_assert(sizeof(tsr_plugin_api) == 312, "ABI layout");
 #endif
 
 #ifdef __cplusplus

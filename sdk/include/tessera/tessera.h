@@ -263,6 +263,14 @@ TSR_API tsr_tensor *tsr_contiguous(tsr_tensor *tensor);
 TSR_API tsr_status tsr_op_run(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
                               int32_t num_outputs, tsr_tensor *const *outputs,
                               const void *attrs);
+// The engine tsr_op_run would use for the same call ("onednn:brgemm:avx2",
+// "own:elementwise", "fallback: ..."), without running it: the plan is made
+// and cached as a run would. *out_engine is owned by the device's plan cache
+// and valid until the context is destroyed. Thread-safe.
+TSR_API tsr_status tsr_op_engine_get(tsr_op_id_t op, int32_t num_inputs,
+                                     tsr_tensor *const *inputs, int32_t num_outputs,
+                                     tsr_tensor *const *outputs, const void *attrs,
+                                     const char **out_engine);
 
 TSR_API tsr_status tsr_fill_(tsr_tensor *tensor, double value);
 // Copies |src| (broadcast to |dst|'s shape) into |dst|, casting if needed.

@@ -1,0 +1,197 @@
+// The oneDNN plugin's entry, identity, device and table.
+//
+// Memory, streams, events and copies are the own kernels' (ref's code
+// compiled in): oneDNN on the CPU works on plain host pointers, so a buffer
+// from ref's 64-byte-aligned caching allocator serves both, and fallback to
+// the ref device is zero-copy (TSR_DEVICE_HOST_ACCESSIBLE). Kernels go
+// through plan.c, which picks oneDNN or the own kernel per signature.
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "conv_weight_cache.h"
+#include "onednn_plugin.h"
+#include "onednn_table.h"
+#include "ref_plugin.h"
+
+#if defined(__AVX512F__)
+#define TSR_ONEDNN_OWN_ISA "AVX-512"
+#elif defined(__AVX2__)
+#define TSR_ONEDNN_OWN_ISA "AVX2"
+#else
+#define TSR_ONEDNN_OWN_ISA "baseline"
+#endif
+
+static const tsr_host_api *g_host;
+static tsr_host_api g_kernel_host;
+static const tsr_plugin_api *g_ref;
+static tsr_plugin_api g_api;
+static char g_build_info[192];
+static dnnl_engine_t g_engine;
+static pthread_key_t g_stream_key;
+static pthread_once_t g_stream_key_once = PTHREAD_ONCE_INIT;
+
+void tsr_onednn_host_set(const tsr_host_api *host) {
+  g_host = host;
+}
+const tsr_host_api *tsr_onednn_host_get(void) {
+  return g_host;
+}
+const tsr_host_api *tsr_onednn_kernel_host_get(void) {
+  return &g_kernel_host;
+}
+const tsr_plugin_api *tsr_onednn_ref_api(void) {
+  return g_ref;
+}
+dnnl_engine_t tsr_onednn_engine_get(void) {
+  return g_engine;
+}
+
+// --- per-thread oneDNN streams -------------------------------------------------
+
+static void tsr_onednn_stream_release(void *stream) {
+  if (stream != NULL)
+    dnnl_stream_destroy((dnnl_stream_t)stream);
+}
+
+static void tsr_onednn_stream_key_create(void) {
+  pthread_key_create(&g_stream_key, tsr_onednn_stream_release);
+}
+
+tsr_status tsr_onednn_thread_stream_get(dnnl_stream_t *out_stream) {
+  dnnl_stream_t stream = pthread_getspecific(g_stream_key);
+  if (stream != NULL) {
+    *out_stream = stream;
+    return TSR_OK;
+  }
+  // First op of this thread: not the hot path.
+  tsr_status status = tsr_onednn_check(
+      dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags), "dnnl_stream_create");
+  if (status != TSR_OK)
+    return status;
+  if (pthread_setspecific(g_stream_key, stream) != 0) {
+    dnnl_stream_destroy(stream);
+    return tsr_onednn_error_set(TSR_OUT_OF_MEMORY, "no room for the thread's oneDNN stream");
+  }
+  *out_stream = stream;
+  return TSR_OK;
+}
+
+// --- the own kernels' host: the core's, with OpenMP as its pool ------------------
+
+static tsr_status tsr_onednn_host_parallel_for(void *ctx, int64_t count, int64_t grain,
+                                               tsr_parallel_fn fn, void *arg) {
+  (void)ctx;
+  return tsr_onednn_parallel_for(count, grain, fn, arg);
+}
+
+static int32_t tsr_onednn_host_thread_count(void *ctx) {
+  (void)ctx;
+  return tsr_onednn_thread_count_get();
+}
+
+// --- lifetime and device -------------------------------------------------------
+
+static tsr_status tsr_onednn_init(void) {
+  tsr_onednn_threads_init();
+  tsr_onednn_plan_settings_init();
+  tsr_onednn_weight_cache_enable();
+  pthread_once(&g_stream_key_once, tsr_onednn_stream_key_create);
+  // The engine outlives a shutdown: threads may still hold streams on it,
+  // and a later entry (the core never unloads a plugin) reuses it.
+  if (g_engine == NULL) {
+    tsr_status status =
+        tsr_onednn_check(dnnl_engine_create(&g_engine, dnnl_cpu, 0), "dnnl_engine_create");
+    if (status != TSR_OK)
+      return status;
+  }
+  return TSR_OK;
+}
+
+// ref's allocator hands a freed buffer's handle out again and the new
+// storage's versions start over, so a blocked-weight copy keyed by (buffer,
+// offset, version) would be taken for the new contents: drop it first.
+static tsr_status tsr_onednn_buffer_free(tsr_plugin_buffer *buffer, tsr_plugin_stream *stream) {
+  tsr_onednn_weight_cache_buffer_forget(buffer);
+  return g_ref->buffer_free(buffer, stream);
+}
+
+static tsr_status tsr_onednn_shutdown(void) {
+  return g_ref->shutdown();
+}
+
+static tsr_status tsr_onednn_probe(void) {
+  if (dnnl_engine_get_count(dnnl_cpu) == 0) {
+    return tsr_onednn_error_set(TSR_UNAVAILABLE, "oneDNN reports no CPU engine");
+  }
+  return TSR_OK;
+}
+
+static tsr_status tsr_onednn_device_props_get(int32_t device, tsr_device_props *out_props) {
+  tsr_status status = g_ref->device_props_get(device, out_props);
+  if (status != TSR_OK)
+    return status;
+  if (TSR_ABI_COVERS(out_props, tsr_device_props, name))
+    out_props->name = "oneDNN CPU";
+  if (TSR_ABI_COVERS(out_props, tsr_device_props, compute_units)) {
+    out_props->compute_units = (uint32_t)tsr_onednn_thread_count_get();
+  }
+  return TSR_OK;
+}
+
+TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
+                                           const tsr_plugin_api **out_api) {
+  if (out_api != NULL)
+    *out_api = NULL;
+  if (host == NULL)
+    return TSR_INVALID_ARGUMENT;
+  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
+      host->abi_major != TSR_ABI_VERSION_MAJOR) {
+    return TSR_ABI_MISMATCH;
+  }
+  if (!TSR_ABI_HAS(host, tsr_host_api, error_set))
+    return TSR_INVALID_ARGUMENT;
+  if (!TSR_ABI_COVERS(host, tsr_host_api, thread_count)) {
+    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
+                           "onednn: host table of %zu bytes lacks functions it needs (%zu bytes)",
+                           host->struct_size, sizeof(tsr_host_api));
+  }
+  if (out_api == NULL) {
+    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "onednn: out_api is NULL");
+  }
+  tsr_onednn_host_set(host);
+  g_kernel_host = *host;
+  g_kernel_host.struct_size = sizeof(g_kernel_host);
+  g_kernel_host.parallel_for = tsr_onednn_host_parallel_for;
+  g_kernel_host.thread_count = tsr_onednn_host_thread_count;
+  tsr_status status = tsr_ref_plugin_create(&g_kernel_host, &g_ref);
+  if (status != TSR_OK)
+    return status;
+
+  snprintf(g_build_info, sizeof(g_build_info), "%s; own kernels: portable C11 (%s)",
+           tsr_dnnl_version_string(), TSR_ONEDNN_OWN_ISA);
+  g_api = *g_ref;
+  g_api.struct_size = sizeof(g_api);
+  g_api.abi_major = TSR_ABI_VERSION_MAJOR;
+  g_api.abi_minor = TSR_ABI_VERSION_MINOR;
+  g_api.name = "onednn";
+  g_api.version = "0.1.0";
+  g_api.vendor = "Tessera";
+  g_api.build_info = g_build_info;
+  g_api.init = tsr_onednn_init;
+  g_api.shutdown = tsr_onednn_shutdown;
+  g_api.probe = tsr_onednn_probe;
+  g_api.device_props_get = tsr_onednn_device_props_get;
+  g_api.buffer_free = tsr_onednn_buffer_free;
+  g_api.op_supports = tsr_onednn_op_supports;
+  g_api.plan_create = tsr_onednn_plan_create;
+  g_api.plan_info_get = tsr_onednn_plan_info_get;
+  g_api.plan_execute = tsr_onednn_plan_execute;
+  g_api.plan_destroy = tsr_onednn_plan_destroy;
+  g_api.parallel_for = tsr_onednn_parallel_for;
+  g_api.thread_count_get = tsr_onednn_thread_count_get;
+  *out_api = &g_api;
+  return TSR_OK;
+}

@@ -1,0 +1,827 @@
+// MATMUL and the CONV2D family on the oneDNN plugin, at sizes larger than the
+// conformance suite's (a 256x512x384 GEMM, a 3x3 convolution over
+// 8 x 32 x 28 x 28), checked against float64 loops written here.
+//
+// Every op runs with TSR_TRACE on and the engine it reports is checked, so a
+// case meant for a oneDNN primitive cannot pass by silently running the
+// plugin's own kernel. The weight-cache test changes a convolution's weights
+// in place between two calls: the blocked copy the plugin keeps must follow.
+//
+// Compile definition: TSR_TEST_ONEDNN_PATH (the plugin .so).
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+// cmocka after the standard headers it needs.
+#include <cmocka.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tessera/tessera.h"
+#include "test_support.h"
+
+#ifndef TSR_TEST_ONEDNN_PATH
+#error "TSR_TEST_ONEDNN_PATH must name the oneDNN plugin"
+#endif
+
+static tsr_context *g_context;
+static tsr_device *g_device;
+
+static int group_setup(void **state) {
+  (void)state;
+  // Every primitive path, whatever the plugin's size thresholds; the trace
+  // names each op's engine on stderr (read back by run_onednn).
+  setenv("TSR_ONEDNN_MIN_ELEMENTS", "0", 1);
+  setenv("TSR_TRACE", "1", 1);
+  g_context = ts_context_create(TSR_TEST_ONEDNN_PATH, "onednn:0");
+  if (g_context == NULL)
+    return -1;
+  g_device = tsr_context_default_device(g_context);
+  if (g_device == NULL || strcmp(tsr_device_name(g_device), "onednn:0") != 0) {
+    fprintf(stderr, "default device is %s, not onednn:0\n",
+            g_device ? tsr_device_name(g_device) : "NULL");
+    return -1;
+  }
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  tsr_context_destroy(g_context);
+  g_context = NULL;
+  g_device = NULL;
+  return 0;
+}
+
+// --- running an op with its engine captured -------------------------------------
+
+// Runs |op| with stderr redirected to a temporary file and checks that its
+// trace line names a oneDNN primitive ("onednn:<impl>"). Prints the engine.
+static void run_onednn(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+                       int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs,
+                       const char *what) {
+  fflush(stderr);
+  FILE *capture = tmpfile();
+  assert_non_null(capture);
+  const int saved = dup(2);
+  assert_true(saved >= 0);
+  assert_true(dup2(fileno(capture), 2) >= 0);
+  const tsr_status status = tsr_op_run(op, num_inputs, inputs, num_outputs, outputs, attrs);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char text[8192];
+  rewind(capture);
+  const size_t length = fread(text, 1, sizeof(text) - 1, capture);
+  fclose(capture);
+  text[length] = '\0';
+  if (status != TSR_OK) {
+    fail_msg("%s: %s: %s: %s", what, tsr_op_name(op), tsr_status_name(status), tsr_last_error());
+  }
+  char needle[64];
+  snprintf(needle, sizeof(needle), " %s engine=", tsr_op_name(op));
+  const char *line = strstr(text, needle);
+  if (line == NULL)
+    fail_msg("%s: %s: no trace line in \"%s\"", what, tsr_op_name(op), text);
+  const char *engine = line + strlen(needle);
+  const int engine_length = (int)strcspn(engine, " \n");
+  printf("  %-44s %-24s engine=%.*s\n", what, tsr_op_name(op), engine_length, engine);
+  if (strncmp(engine, "onednn:", 7) != 0) {
+    fail_msg("%s: %s ran on engine %.*s, expected a oneDNN primitive", what, tsr_op_name(op),
+             engine_length, engine);
+  }
+}
+
+// --- host helpers ----------------------------------------------------------------
+
+static double *dalloc(int64_t n) {
+  double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+  assert_non_null(p);
+  return p;
+}
+
+static tsr_tensor *tensor_of(int32_t rank, const int64_t *sizes, const double *values) {
+  tsr_tensor *t = ts_tensor(g_device, TSR_FLOAT32, rank, sizes, values);
+  TS_ASSERT_TENSOR(t);
+  return t;
+}
+
+static tsr_tensor *tensor_empty(int32_t rank, const int64_t *sizes) {
+  tsr_tensor *t = tsr_tensor_empty(g_device, TSR_FLOAT32, rank, sizes);
+  TS_ASSERT_TENSOR(t);
+  return t;
+}
+
+static void read_all(const tsr_tensor *t, double *out, int64_t n) {
+  assert_int_equal(ts_read(t, out, n), n);
+}
+
+// |got| against the float64 |want|: |got - want| <= rel * mag[i] + 1e-6,
+// where mag[i] is the sum of the magnitudes of element i's products, the
+// scale float32 rounding errors grow with. A wrong index or a stale weight
+// gives an error of the order of mag itself.
+static void expect_close(const char *what, const double *got, const double *want, const double *mag,
+                         int64_t n, double rel) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double bound = rel * mag[i] + 1e-6;
+    const double err = fabs(got[i] - want[i]);
+    if (!(err <= bound)) {
+      fail_msg("%s: element %lld is %.9g, expected %.9g (|diff| %.3g > bound %.3g)", what,
+               (long long)i, got[i], want[i], err, bound);
+    }
+    if (err / bound > worst)
+      worst = err / bound;
+  }
+  printf("  %-44s max err/bound %.3f\n", what, worst);
+}
+
+static double act_apply(tsr_activation_t act, double v) {
+  switch (act) {
+    case TSR_ACTIVATION_RELU:
+      return v > 0 ? v : 0.0;
+    case TSR_ACTIVATION_TANH:
+      return tanh(v);
+    case TSR_ACTIVATION_SIGMOID:
+      return 1.0 / (1.0 + exp(-v));
+    case TSR_ACTIVATION_GELU:
+      return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    default:
+      return v;
+  }
+}
+
+// --- MATMUL ----------------------------------------------------------------------
+
+// out = act(alpha * a @ b + bias + beta * out0) for a [M, K] and b given
+// transposed, as bt [N, K] (so b is a strided view), with float64 loops.
+static void matmul_case(int64_t m, int64_t k, int64_t n, double alpha, double beta,
+                        tsr_activation_t act, int with_bias, uint64_t seed, const char *what) {
+  ts_rng rng = {seed};
+  double *a = dalloc(m * k), *bt = dalloc(n * k), *bias = dalloc(n), *out0 = dalloc(m * n);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a, m * k);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bt, n * k);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bias, n);
+  ts_rng_fill(&rng, TSR_FLOAT32, -4.0, 4.0, out0, m * n);
+  tsr_tensor *ta = tensor_of(2, (int64_t[]){m, k}, a);
+  tsr_tensor *tbt = tensor_of(2, (int64_t[]){n, k}, bt);
+  tsr_tensor *tb = tsr_transpose(tbt, 0, 1);  // [K, N], strides (1, K)
+  TS_ASSERT_TENSOR(tb);
+  assert_int_equal(tsr_tensor_stride(tb, 0), 1);
+  tsr_tensor *tbias = tensor_of(1, (int64_t[]){n}, bias);
+  tsr_tensor *tout = tensor_of(2, (int64_t[]){m, n}, out0);
+  tsr_matmul_attrs attrs = {sizeof(attrs), alpha, beta, act, (uint32_t)with_bias};
+  tsr_tensor *inputs[3] = {ta, tb, tbias};
+  run_onednn(TSR_OP_MATMUL, with_bias ? 3 : 2, inputs, 1, &tout, &attrs, what);
+
+  double *want = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0, abs_acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        acc += a[i * k + p] * bt[j * k + p];
+        abs_acc += fabs(a[i * k + p] * bt[j * k + p]);
+      }
+      const double v = (double)(float)alpha * acc + (with_bias ? bias[j] : 0.0) +
+                       (beta != 0.0 ? (double)(float)beta * out0[i * n + j] : 0.0);
+      want[i * n + j] = act_apply(act, v);
+      mag[i * n + j] = fabs(alpha) * abs_acc + fabs(bias[j]) + fabs(beta * out0[i * n + j]);
+    }
+  }
+  read_all(tout, got, m * n);
+  expect_close(what, got, want, mag, m * n, 1e-5);
+  tsr_tensor_release(ta);
+  tsr_tensor_release(tbt);
+  tsr_tensor_release(tb);
+  tsr_tensor_release(tbias);
+  tsr_tensor_release(tout);
+  free(a);
+  free(bt);
+  free(bias);
+  free(out0);
+  free(want);
+  free(mag);
+  free(got);
+}
+
+static void test_matmul_transposed_b_with_bias_and_relu(void **state) {
+  (void)state;
+  matmul_case(256, 512, 384, 1.0, 0.0, TSR_ACTIVATION_NONE, 0, 1, "matmul 256x512x384 b^T");
+  matmul_case(256, 512, 384, 1.0, 0.0, TSR_ACTIVATION_RELU, 1, 2,
+              "matmul 256x512x384 b^T bias relu");
+}
+
+static void test_matmul_alpha_beta_epilogues(void **state) {
+  (void)state;
+  matmul_case(256, 512, 384, 0.5, -1.5, TSR_ACTIVATION_NONE, 0, 3, "matmul alpha 0.5 beta -1.5");
+  matmul_case(256, 512, 384, 1.0, 0.75, TSR_ACTIVATION_RELU, 1, 4, "matmul beta 0.75 bias relu");
+  matmul_case(256, 512, 384, 2.0, 1.0, TSR_ACTIVATION_TANH, 1, 5,
+              "matmul alpha 2 beta 1 bias tanh");
+  matmul_case(256, 512, 384, -0.25, 0.0, TSR_ACTIVATION_GELU, 1, 6, "matmul alpha -0.25 bias gelu");
+}
+
+// a [B, M, K] @ b [1 -> B, K, N] (stride 0 on the batch dimension).
+static void test_matmul_batch_broadcast(void **state) {
+  (void)state;
+  enum { B = 4, M = 64, K = 96, NN = 80 };
+  ts_rng rng = {7};
+  double *a = dalloc(B * M * K), *b = dalloc(K * NN);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a, B * M * K);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, b, K * NN);
+  tsr_tensor *ta = tensor_of(3, (int64_t[]){B, M, K}, a);
+  tsr_tensor *tb1 = tensor_of(3, (int64_t[]){1, K, NN}, b);
+  tsr_tensor *tb = tsr_expand(tb1, 3, (int64_t[]){B, K, NN});
+  TS_ASSERT_TENSOR(tb);
+  assert_int_equal(tsr_tensor_stride(tb, 0), 0);
+  tsr_tensor *tout = tensor_empty(3, (int64_t[]){B, M, NN});
+  tsr_tensor *inputs[2] = {ta, tb};
+  run_onednn(TSR_OP_MATMUL, 2, inputs, 1, &tout, NULL, "matmul [4]x64x96x80 b batch-broadcast");
+  double *want = dalloc(B * M * NN), *mag = dalloc(B * M * NN), *got = dalloc(B * M * NN);
+  for (int64_t z = 0; z < B; ++z) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < NN; ++j) {
+        double acc = 0.0, abs_acc = 0.0;
+        for (int64_t p = 0; p < K; ++p) {
+          const double prod = a[(z * M + i) * K + p] * b[p * NN + j];
+          acc += prod;
+          abs_acc += fabs(prod);
+        }
+        want[(z * M + i) * NN + j] = acc;
+        mag[(z * M + i) * NN + j] = abs_acc;
+      }
+    }
+  }
+  read_all(tout, got, B * M * NN);
+  expect_close("matmul batch-broadcast", got, want, mag, B * M * NN, 1e-5);
+  tsr_tensor_release(ta);
+  tsr_tensor_release(tb1);
+  tsr_tensor_release(tb);
+  tsr_tensor_release(tout);
+  free(a);
+  free(b);
+  free(want);
+  free(mag);
+  free(got);
+}
+
+// --- CONV2D ----------------------------------------------------------------------
+
+typedef struct conv_shape {
+  int64_t n, c, h, w, o, kh, kw;
+  tsr_conv2d_attrs attrs;
+  int64_t oh, ow;
+} conv_shape;
+
+static conv_shape conv_shape_make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k,
+                                  int64_t stride, int64_t pad_before, int64_t pad_after,
+                                  int64_t dilation, int64_t groups) {
+  conv_shape s = {n, c, h, w, o, k, k, {0}, 0, 0};
+  s.attrs.struct_size = sizeof(s.attrs);
+  for (int d = 0; d < 2; ++d) {
+    s.attrs.stride[d] = stride;
+    s.attrs.pad_before[d] = pad_before;
+    s.attrs.pad_after[d] = pad_after;
+    s.attrs.dilation[d] = dilation;
+  }
+  s.attrs.groups = groups;
+  s.oh = (h + pad_before + pad_after - dilation * (k - 1) - 1) / stride + 1;
+  s.ow = (w + pad_before + pad_after - dilation * (k - 1) - 1) / stride + 1;
+  return s;
+}
+
+#define X_AT(s, n_, c_, h_, w_) ((((n_) * (s)->c + (c_)) * (s)->h + (h_)) * (s)->w + (w_))
+#define W_AT(s, o_, c_, i_, j_) \
+  ((((o_) * ((s)->c / (s)->attrs.groups) + (c_)) * (s)->kh + (i_)) * (s)->kw + (j_))
+#define Y_AT(s, n_, o_, p_, q_) ((((n_) * (s)->o + (o_)) * (s)->oh + (p_)) * (s)->ow + (q_))
+
+// Calls |visit| for every (x index, w index, y index) product of the
+// convolution: the one loop nest all three float64 references share.
+typedef void (*conv_visit_fn)(void *arg, int64_t xi, int64_t wi, int64_t yi);
+static void conv_for_each(const conv_shape *s, conv_visit_fn visit, void *arg) {
+  const int64_t cg = s->c / s->attrs.groups, og = s->o / s->attrs.groups;
+  for (int64_t n = 0; n < s->n; ++n) {
+    for (int64_t o = 0; o < s->o; ++o) {
+      const int64_t g = o / og;
+      for (int64_t p = 0; p < s->oh; ++p) {
+        for (int64_t q = 0; q < s->ow; ++q) {
+          const int64_t yi = Y_AT(s, n, o, p, q);
+          for (int64_t c = 0; c < cg; ++c) {
+            for (int64_t i = 0; i < s->kh; ++i) {
+              const int64_t hh =
+                  p * s->attrs.stride[0] - s->attrs.pad_before[0] + i * s->attrs.dilation[0];
+              if (hh < 0 || hh >= s->h)
+                continue;
+              for (int64_t j = 0; j < s->kw; ++j) {
+                const int64_t ww =
+                    q * s->attrs.stride[1] - s->attrs.pad_before[1] + j * s->attrs.dilation[1];
+                if (ww < 0 || ww >= s->w)
+                  continue;
+                visit(arg, X_AT(s, n, g * cg + c, hh, ww), W_AT(s, o, c, i, j), yi);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+typedef struct conv_ref {
+  const double *x, *w, *dy;
+  double *out, *mag;
+} conv_ref;
+
+static void conv_fwd_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
+  conv_ref *r = arg;
+  r->out[yi] += r->x[xi] * r->w[wi];
+  r->mag[yi] += fabs(r->x[xi] * r->w[wi]);
+}
+static void conv_bwd_data_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
+  conv_ref *r = arg;
+  r->out[xi] += r->dy[yi] * r->w[wi];
+  r->mag[xi] += fabs(r->dy[yi] * r->w[wi]);
+}
+static void conv_bwd_filter_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
+  conv_ref *r = arg;
+  r->out[wi] += r->dy[yi] * r->x[xi];
+  r->mag[wi] += fabs(r->dy[yi] * r->x[xi]);
+}
+
+// A tensor holding the NCHW values |v| of [a, b, c, d], stored NCHW or, when
+// |channels_last|, NHWC (a permuted view of an [a, c, d, b] tensor).
+static tsr_tensor *conv_tensor(const int64_t *sizes, const double *v, int channels_last) {
+  if (!channels_last)
+    return tensor_of(4, sizes, v);
+  const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
+  double *nhwc = dalloc(n * c * h * w);
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < c; ++b)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          nhwc[((a * h + i) * w + j) * c + b] = v[((a * c + b) * h + i) * w + j];
+  tsr_tensor *stored = tensor_of(4, (int64_t[]){n, h, w, c}, nhwc);
+  free(nhwc);
+  tsr_tensor *view = tsr_permute(stored, 4, (int32_t[]){0, 3, 1, 2});
+  TS_ASSERT_TENSOR(view);
+  tsr_tensor_release(stored);
+  return view;
+}
+
+static tsr_tensor *conv_empty(const int64_t *sizes, int channels_last) {
+  if (!channels_last)
+    return tensor_empty(4, sizes);
+  tsr_tensor *stored = tensor_empty(4, (int64_t[]){sizes[0], sizes[2], sizes[3], sizes[1]});
+  tsr_tensor *view = tsr_permute(stored, 4, (int32_t[]){0, 3, 1, 2});
+  TS_ASSERT_TENSOR(view);
+  tsr_tensor_release(stored);
+  return view;
+}
+
+// Runs CONV2D (with bias and |act|), CONV2D_BACKWARD_DATA and
+// CONV2D_BACKWARD_FILTER (with dbias) for |s| and checks each against the
+// float64 loops.
+static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_last, uint64_t seed,
+                      const char *what) {
+  const int64_t xn = s->n * s->c * s->h * s->w;
+  const int64_t wn = s->o * (s->c / s->attrs.groups) * s->kh * s->kw;
+  const int64_t yn = s->n * s->o * s->oh * s->ow;
+  const int64_t xs[4] = {s->n, s->c, s->h, s->w};
+  const int64_t ws[4] = {s->o, s->c / s->attrs.groups, s->kh, s->kw};
+  const int64_t ys[4] = {s->n, s->o, s->oh, s->ow};
+  ts_rng rng = {seed};
+  double *x = dalloc(xn), *w = dalloc(wn), *bias = dalloc(s->o), *dy = dalloc(yn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, wn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bias, s->o);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, yn);
+  tsr_tensor *tx = conv_tensor(xs, x, channels_last);
+  tsr_tensor *tw = tensor_of(4, ws, w);
+  tsr_tensor *tbias = tensor_of(1, &s->o, bias);
+  tsr_tensor *tdy = conv_tensor(ys, dy, channels_last);
+  char label[160];
+
+  // Forward with bias and activation.
+  {
+    tsr_conv2d_attrs attrs = s->attrs;
+    attrs.activation = act;
+    attrs.has_bias = 1;
+    tsr_tensor *ty = conv_empty(ys, channels_last);
+    tsr_tensor *inputs[3] = {tx, tw, tbias};
+    snprintf(label, sizeof(label), "%s fwd", what);
+    run_onednn(TSR_OP_CONV2D, 3, inputs, 1, &ty, &attrs, label);
+    double *want = dalloc(yn), *mag = dalloc(yn), *got = dalloc(yn);
+    conv_ref r = {x, w, dy, want, mag};
+    conv_for_each(s, conv_fwd_visit, &r);
+    for (int64_t i = 0; i < yn; ++i) {
+      const int64_t o = (i / (s->oh * s->ow)) % s->o;
+      want[i] = act_apply(act, want[i] + bias[o]);
+      mag[i] += fabs(bias[o]);
+    }
+    read_all(ty, got, yn);
+    expect_close(label, got, want, mag, yn, 1e-5);
+    tsr_tensor_release(ty);
+    free(want);
+    free(mag);
+    free(got);
+  }
+  // Backward data.
+  {
+    tsr_tensor *tdx = conv_empty(xs, channels_last);
+    tsr_tensor *inputs[2] = {tdy, tw};
+    snprintf(label, sizeof(label), "%s bwd-data", what);
+    run_onednn(TSR_OP_CONV2D_BACKWARD_DATA, 2, inputs, 1, &tdx, &s->attrs, label);
+    double *want = dalloc(xn), *mag = dalloc(xn), *got = dalloc(xn);
+    conv_ref r = {x, w, dy, want, mag};
+    conv_for_each(s, conv_bwd_data_visit, &r);
+    read_all(tdx, got, xn);
+    expect_close(label, got, want, mag, xn, 1e-5);
+    tsr_tensor_release(tdx);
+    free(want);
+    free(mag);
+    free(got);
+  }
+  // Backward filter with dbias.
+  {
+    tsr_conv2d_attrs attrs = s->attrs;
+    attrs.has_bias = 1;
+    tsr_tensor *tdw = tensor_empty(4, ws);
+    tsr_tensor *tdb = tensor_empty(1, &s->o);
+    tsr_tensor *inputs[2] = {tdy, tx};
+    tsr_tensor *outputs[2] = {tdw, tdb};
+    snprintf(label, sizeof(label), "%s bwd-filter", what);
+    run_onednn(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, label);
+    double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
+    conv_ref r = {x, w, dy, want, mag};
+    conv_for_each(s, conv_bwd_filter_visit, &r);
+    read_all(tdw, got, wn);
+    expect_close(label, got, want, mag, wn, 1e-5);
+    double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
+    for (int64_t i = 0; i < yn; ++i) {
+      const int64_t o = (i / (s->oh * s->ow)) % s->o;
+      db_want[o] += dy[i];
+      db_mag[o] += fabs(dy[i]);
+    }
+    read_all(tdb, db_got, s->o);
+    snprintf(label, sizeof(label), "%s dbias", what);
+    expect_close(label, db_got, db_want, db_mag, s->o, 1e-5);
+    tsr_tensor_release(tdw);
+    tsr_tensor_release(tdb);
+    free(want);
+    free(mag);
+    free(got);
+    free(db_want);
+    free(db_mag);
+    free(db_got);
+  }
+  tsr_tensor_release(tx);
+  tsr_tensor_release(tw);
+  tsr_tensor_release(tbias);
+  tsr_tensor_release(tdy);
+  free(x);
+  free(w);
+  free(bias);
+  free(dy);
+}
+
+static void test_conv_3x3_all_directions(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
+  conv_case(&s, TSR_ACTIVATION_RELU, 0, 11, "conv 8x32x28x28 -> 64 3x3 p1");
+}
+
+static void test_conv_channels_last(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
+  conv_case(&s, TSR_ACTIVATION_NONE, 1, 12, "conv NHWC 8x32x28x28 -> 64");
+}
+
+static void test_conv_grouped(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 4);
+  conv_case(&s, TSR_ACTIVATION_TANH, 0, 13, "conv groups 4");
+}
+
+static void test_conv_dilated_strided(void **state) {
+  (void)state;
+  const conv_shape dilated = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 2, 2, 2, 1);
+  conv_case(&dilated, TSR_ACTIVATION_NONE, 0, 14, "conv dilation 2 p2");
+  // Stride 2 with asymmetric padding (0 before, 1 after): H 28 -> OH 14.
+  const conv_shape strided = conv_shape_make(8, 32, 28, 28, 64, 3, 2, 0, 1, 1, 1);
+  conv_case(&strided, TSR_ACTIVATION_GELU, 0, 15, "conv stride 2 pad 0/1");
+}
+
+// The plugin keeps the weights' blocked copy between calls, keyed by the
+// buffer's storage version: writing the weights in place must be seen.
+static void test_conv_weight_cache_follows_in_place_writes(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
+  const int64_t xn = s.n * s.c * s.h * s.w, wn = s.o * s.c * s.kh * s.kw;
+  const int64_t yn = s.n * s.o * s.oh * s.ow;
+  const int64_t xs[4] = {s.n, s.c, s.h, s.w}, ws[4] = {s.o, s.c, s.kh, s.kw},
+                ys[4] = {s.n, s.o, s.oh, s.ow};
+  ts_rng rng = {21};
+  double *x = dalloc(xn), *w1 = dalloc(wn), *w2 = dalloc(wn), *dy = dalloc(yn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w1, wn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w2, wn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, yn);
+  tsr_tensor *tx = tensor_of(4, xs, x);
+  tsr_tensor *tw = tensor_of(4, ws, w1);
+  tsr_tensor *tw2 = tensor_of(4, ws, w2);
+  tsr_tensor *tdy = tensor_of(4, ys, dy);
+  tsr_tensor *ty = tensor_empty(4, ys);
+  tsr_tensor *tdx = tensor_empty(4, xs);
+  double *want = dalloc(yn), *mag = dalloc(yn), *got = dalloc(yn);
+  double *dx_want = dalloc(xn), *dx_mag = dalloc(xn), *dx_got = dalloc(xn);
+  tsr_tensor *fwd_in[2] = {tx, tw};
+  tsr_tensor *bwd_in[2] = {tdy, tw};
+
+  for (int round = 0; round < 3; ++round) {
+    // Round 0: w1 (fills the cache); round 1: w2 written into the same
+    // tensor (must not hit the stale copy); round 2: unchanged (a hit).
+    if (round == 1) {
+      const uint64_t before = tsr_tensor_storage_version(tw);
+      TS_ASSERT_OK(tsr_copy_(tw, tw2));
+      assert_true(tsr_tensor_storage_version(tw) != before);
+    }
+    const double *w = round == 0 ? w1 : w2;
+    char label[96];
+    snprintf(label, sizeof(label), "weight cache round %d fwd", round);
+    run_onednn(TSR_OP_CONV2D, 2, fwd_in, 1, &ty, &s.attrs, label);
+    memset(want, 0, (size_t)yn * sizeof(double));
+    memset(mag, 0, (size_t)yn * sizeof(double));
+    conv_ref r = {x, w, dy, want, mag};
+    conv_for_each(&s, conv_fwd_visit, &r);
+    read_all(ty, got, yn);
+    expect_close(label, got, want, mag, yn, 1e-5);
+
+    snprintf(label, sizeof(label), "weight cache round %d bwd-data", round);
+    run_onednn(TSR_OP_CONV2D_BACKWARD_DATA, 2, bwd_in, 1, &tdx, &s.attrs, label);
+    memset(dx_want, 0, (size_t)xn * sizeof(double));
+    memset(dx_mag, 0, (size_t)xn * sizeof(double));
+    conv_ref rd = {x, w, dy, dx_want, dx_mag};
+    conv_for_each(&s, conv_bwd_data_visit, &rd);
+    read_all(tdx, dx_got, xn);
+    expect_close(label, dx_got, dx_want, dx_mag, xn, 1e-5);
+  }
+  tsr_tensor *all[] = {tx, tw, tw2, tdy, ty, tdx};
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) tsr_tensor_release(all[i]);
+  double *bufs[] = {x, w1, w2, dy, want, mag, got, dx_want, dx_mag, dx_got};
+  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) free(bufs[i]);
+}
+
+// A weight tensor freed and a new one allocated (the allocator may hand out
+// the same block, with versions restarting at 0) must not hit the old copy.
+static void test_conv_weight_cache_survives_buffer_reuse(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
+  const int64_t xn = s.n * s.c * s.h * s.w, wn = s.o * s.c * s.kh * s.kw;
+  const int64_t yn = s.n * s.o * s.oh * s.ow;
+  const int64_t xs[4] = {s.n, s.c, s.h, s.w}, ws[4] = {s.o, s.c, s.kh, s.kw},
+                ys[4] = {s.n, s.o, s.oh, s.ow};
+  ts_rng rng = {31};
+  double *x = dalloc(xn), *w = dalloc(wn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+  tsr_tensor *tx = tensor_of(4, xs, x);
+  tsr_tensor *ty = tensor_empty(4, ys);
+  double *want = dalloc(yn), *mag = dalloc(yn), *got = dalloc(yn);
+  for (int round = 0; round < 3; ++round) {
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, wn);
+    tsr_tensor *tw = tensor_of(4, ws, w);
+    tsr_tensor *inputs[2] = {tx, tw};
+    char label[96];
+    snprintf(label, sizeof(label), "weight buffer reuse round %d", round);
+    run_onednn(TSR_OP_CONV2D, 2, inputs, 1, &ty, &s.attrs, label);
+    memset(want, 0, (size_t)yn * sizeof(double));
+    memset(mag, 0, (size_t)yn * sizeof(double));
+    conv_ref r = {x, w, NULL, want, mag};
+    conv_for_each(&s, conv_fwd_visit, &r);
+    read_all(ty, got, yn);
+    expect_close(label, got, want, mag, yn, 1e-5);
+    tsr_tensor_release(tw);
+  }
+  tsr_tensor_release(tx);
+  tsr_tensor_release(ty);
+  free(x);
+  free(w);
+  free(want);
+  free(mag);
+  free(got);
+}
+
+// Threads running one convolution plan at once, each with its own weights
+// (and its own stream): the plan's single cached copy is contended, and an
+// execution that finds it in use by another key must reorder privately.
+enum { STRESS_THREADS = 4, STRESS_ROUNDS = 6 };
+typedef struct stress_arg {
+  int index;
+  const conv_shape *s;
+  double *x, *w[2], *want[2];
+  int failures;
+  char message[256];
+} stress_arg;
+
+static void *stress_thread(void *p) {
+  stress_arg *t = p;
+  const conv_shape *s = t->s;
+  const int64_t xs[4] = {s->n, s->c, s->h, s->w}, ws[4] = {s->o, s->c, s->kh, s->kw},
+                ys[4] = {s->n, s->o, s->oh, s->ow};
+  const int64_t yn = s->n * s->o * s->oh * s->ow;
+  tsr_stream *stream = NULL;
+  if (tsr_stream_create(g_device, 0, &stream) != TSR_OK ||
+      tsr_stream_current_set(g_device, stream) != TSR_OK) {
+    snprintf(t->message, sizeof(t->message), "stream: %s", tsr_last_error());
+    t->failures = 1;
+    return NULL;
+  }
+  tsr_tensor *tx = ts_tensor(g_device, TSR_FLOAT32, 4, xs, t->x);
+  tsr_tensor *source[2] = {ts_tensor(g_device, TSR_FLOAT32, 4, ws, t->w[0]),
+                           ts_tensor(g_device, TSR_FLOAT32, 4, ws, t->w[1])};
+  tsr_tensor *tw = tsr_tensor_empty(g_device, TSR_FLOAT32, 4, ws);
+  tsr_tensor *ty = tsr_tensor_empty(g_device, TSR_FLOAT32, 4, ys);
+  double *got = calloc((size_t)yn, sizeof(double));
+  for (int round = 0; round < STRESS_ROUNDS && t->failures == 0; ++round) {
+    // The weights change in place every round: w[0], w[1], w[0], ...
+    const int which = round % 2;
+    tsr_tensor *inputs[2] = {tx, tw};
+    if (tsr_copy_(tw, source[which]) != TSR_OK ||
+        tsr_op_run(TSR_OP_CONV2D, 2, inputs, 1, &ty, &s->attrs) != TSR_OK ||
+        ts_read(ty, got, yn) != yn) {
+      snprintf(t->message, sizeof(t->message), "thread %d round %d: %s", t->index, round,
+               tsr_last_error());
+      t->failures = 1;
+      break;
+    }
+    for (int64_t i = 0; i < yn; ++i) {
+      if (fabs(got[i] - t->want[which][i]) > 1e-3) {
+        snprintf(t->message, sizeof(t->message),
+                 "thread %d round %d: element %lld is %g, expected %g", t->index, round,
+                 (long long)i, got[i], t->want[which][i]);
+        t->failures = 1;
+        break;
+      }
+    }
+  }
+  free(got);
+  tsr_tensor_release(tx);
+  tsr_tensor_release(source[0]);
+  tsr_tensor_release(source[1]);
+  tsr_tensor_release(tw);
+  tsr_tensor_release(ty);
+  tsr_stream_current_set(g_device, NULL);
+  tsr_stream_release(stream);
+  return NULL;
+}
+
+static void test_conv_weight_cache_under_concurrent_executions(void **state) {
+  (void)state;
+  const conv_shape s = conv_shape_make(2, 16, 14, 14, 32, 3, 1, 1, 1, 1, 1);
+  const int64_t xn = s.n * s.c * s.h * s.w, wn = s.o * s.c * s.kh * s.kw;
+  const int64_t yn = s.n * s.o * s.oh * s.ow;
+  stress_arg args[STRESS_THREADS];
+  pthread_t threads[STRESS_THREADS];
+  ts_rng rng = {51};
+  for (int t = 0; t < STRESS_THREADS; ++t) {
+    stress_arg *a = &args[t];
+    memset(a, 0, sizeof(*a));
+    a->index = t;
+    a->s = &s;
+    a->x = dalloc(xn);
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a->x, xn);
+    for (int k = 0; k < 2; ++k) {
+      a->w[k] = dalloc(wn);
+      ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a->w[k], wn);
+      a->want[k] = dalloc(yn);
+      double *mag = dalloc(yn);
+      conv_ref r = {a->x, a->w[k], NULL, a->want[k], mag};
+      conv_for_each(&s, conv_fwd_visit, &r);
+      free(mag);
+    }
+  }
+  // One run first, so the threads share an existing plan.
+  {
+    tsr_tensor *tx = tensor_of(4, (int64_t[]){s.n, s.c, s.h, s.w}, args[0].x);
+    tsr_tensor *tw = tensor_of(4, (int64_t[]){s.o, s.c, s.kh, s.kw}, args[0].w[0]);
+    tsr_tensor *ty = tensor_empty(4, (int64_t[]){s.n, s.o, s.oh, s.ow});
+    tsr_tensor *inputs[2] = {tx, tw};
+    run_onednn(TSR_OP_CONV2D, 2, inputs, 1, &ty, &s.attrs, "conv shared by threads");
+    tsr_tensor_release(tx);
+    tsr_tensor_release(tw);
+    tsr_tensor_release(ty);
+  }
+  for (int t = 0; t < STRESS_THREADS; ++t) {
+    assert_int_equal(pthread_create(&threads[t], NULL, stress_thread, &args[t]), 0);
+  }
+  for (int t = 0; t < STRESS_THREADS; ++t) pthread_join(threads[t], NULL);
+  for (int t = 0; t < STRESS_THREADS; ++t) {
+    if (args[t].failures)
+      fail_msg("%s", args[t].message);
+    free(args[t].x);
+    for (int k = 0; k < 2; ++k) {
+      free(args[t].w[k]);
+      free(args[t].want[k]);
+    }
+  }
+}
+
+// oneDNN's own relu turns NaN into 0; the catalogue keeps NaN. A NaN (and
+// infinities) in one row of a, or one pixel of x, must come out as the
+// catalogue says: NaN stays NaN, -inf and negatives become +0.
+static void test_relu_epilogues_keep_nan(void **state) {
+  (void)state;
+  enum { M = 64, K = 64, NN = 64 };
+  double *a = dalloc(M * K), *b = dalloc(K * NN), *got = dalloc(M * NN);
+  ts_rng rng = {41};
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a, M * K);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, b, K * NN);
+  a[0] = NAN;        // row 0: NaN everywhere
+  a[K] = -INFINITY;  // row 1: +-inf by the sign of b[0][j]
+  tsr_tensor *ta = tensor_of(2, (int64_t[]){M, K}, a);
+  tsr_tensor *tb = tensor_of(2, (int64_t[]){K, NN}, b);
+  tsr_tensor *tout = tensor_empty(2, (int64_t[]){M, NN});
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, TSR_ACTIVATION_RELU, 0};
+  tsr_tensor *inputs[2] = {ta, tb};
+  run_onednn(TSR_OP_MATMUL, 2, inputs, 1, &tout, &attrs, "matmul relu with NaN and -inf");
+  read_all(tout, got, M * NN);
+  for (int64_t j = 0; j < NN; ++j) {
+    if (!isnan(got[j])) {
+      fail_msg("matmul relu: row 0 column %lld is %g, not NaN", (long long)j, got[j]);
+    }
+    // -inf * b[0][j]: +inf for b < 0, -inf (relu: +0) for b > 0, NaN for 0.
+    const double v = got[NN + j];
+    const int ok = b[j] < 0 ? v == INFINITY : b[j] > 0 ? v == 0.0 && !signbit(v) : isnan(v);
+    if (!ok)
+      fail_msg("matmul relu: row 1 column %lld is %g for b %g", (long long)j, v, b[j]);
+  }
+  for (int64_t i = 2 * NN; i < M * NN; ++i) {
+    if (!(got[i] >= 0.0) || signbit(got[i])) {
+      fail_msg("matmul relu: element %lld is %g", (long long)i, got[i]);
+    }
+  }
+  tsr_tensor_release(ta);
+  tsr_tensor_release(tb);
+  tsr_tensor_release(tout);
+
+  // A 1x1 convolution with weights +1 and -1 passes x and -x through relu.
+  const conv_shape s = conv_shape_make(2, 8, 16, 16, 2, 1, 1, 0, 0, 1, 1);
+  const int64_t xn = s.n * s.c * s.h * s.w, yn = s.n * s.o * s.oh * s.ow;
+  double *x = dalloc(xn), *w = dalloc(16), *y = dalloc(yn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+  for (int64_t c = 0; c < 8; ++c) {
+    w[c] = c == 0 ? 1.0 : 0.0;
+    w[8 + c] = c == 0 ? -1.0 : 0.0;
+  }
+  x[0] = NAN;
+  x[1] = -INFINITY;
+  tsr_tensor *tx = tensor_of(4, (int64_t[]){s.n, s.c, s.h, s.w}, x);
+  tsr_tensor *tw = tensor_of(4, (int64_t[]){2, 8, 1, 1}, w);
+  tsr_tensor *ty = tensor_empty(4, (int64_t[]){s.n, s.o, s.oh, s.ow});
+  tsr_conv2d_attrs ca = s.attrs;
+  ca.activation = TSR_ACTIVATION_RELU;
+  tsr_tensor *cin[2] = {tx, tw};
+  run_onednn(TSR_OP_CONV2D, 2, cin, 1, &ty, &ca, "conv relu with NaN and -inf");
+  read_all(ty, y, yn);
+  const int64_t plane = s.oh * s.ow;
+  if (!isnan(y[0]) || !isnan(y[plane]))
+    fail_msg("conv relu: NaN became %g and %g", y[0], y[plane]);
+  if (y[1] != 0.0 || signbit(y[1]) || y[plane + 1] != INFINITY) {
+    fail_msg("conv relu: -inf gave %g and %g, expected 0 and inf", y[1], y[plane + 1]);
+  }
+  for (int64_t p = 2; p < plane; ++p) {
+    const double v = x[p];
+    if (y[p] != (v > 0 ? v : 0.0) || y[plane + p] != (v < 0 ? -v : 0.0)) {
+      fail_msg("conv relu: pixel %lld: %g and %g for x %g", (long long)p, y[p], y[plane + p], v);
+    }
+  }
+  tsr_tensor_release(tx);
+  tsr_tensor_release(tw);
+  tsr_tensor_release(ty);
+  free(a);
+  free(b);
+  free(got);
+  free(x);
+  free(w);
+  free(y);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_transposed_b_with_bias_and_relu),
+      cmocka_unit_test(test_matmul_alpha_beta_epilogues),
+      cmocka_unit_test(test_matmul_batch_broadcast),
+      cmocka_unit_test(test_conv_3x3_all_directions),
+      cmocka_unit_test(test_conv_channels_last),
+      cmocka_unit_test(test_conv_grouped),
+      cmocka_unit_test(test_conv_dilated_strided),
+      cmocka_unit_test(test_conv_weight_cache_follows_in_place_writes),
+      cmocka_unit_test(test_conv_weight_cache_survives_buffer_reuse),
+      cmocka_unit_test(test_conv_weight_cache_under_concurrent_executions),
+      cmocka_unit_test(test_relu_epilogues_keep_nan),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
