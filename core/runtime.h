@@ -179,6 +179,9 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
 void tsr_storage_free_list_trim(void);
 // Frees this thread's cached tensor and storage handles.
 void tsr_tensor_free_lists_trim(void);
+// Arranges for the calling thread's free lists to be trimmed when it exits;
+// one thread-local test after the first call.
+void tsr_thread_free_lists_register(void);
 
 // --- dispatch.c ----------------------------------------------------------
 

@@ -27,6 +27,7 @@ static void storage_record_put(tsr_storage *s) {
     free(s);
     return;
   }
+  tsr_thread_free_lists_register();
   s->next_free = tls_free_storage;
   tls_free_storage = s;
   ++tls_free_storage_count;
@@ -48,9 +49,10 @@ tsr_status tsr_storage_create(tsr_device *device, uint64_t bytes, tsr_stream *st
     return tsr_error_set(TSR_DEVICE_LOST, "%s is lost", device->name);
   }
   tsr_storage *s = storage_record_get();
-  if (s == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "no host memory for a storage record");
-  tsr_status status = device->plugin->api->buffer_alloc(device->index, bytes, stream->handle,
-                                                        &s->buffer);
+  if (s == NULL)
+    return tsr_error_set(TSR_OUT_OF_MEMORY, "no host memory for a storage record");
+  tsr_status status =
+      device->plugin->api->buffer_alloc(device->index, bytes, stream->handle, &s->buffer);
   if (status != TSR_OK) {
     storage_record_put(s);
     if (status == TSR_OUT_OF_MEMORY && tsr_error_message()[0] == '\0') {
@@ -79,22 +81,26 @@ void tsr_storage_retain(tsr_storage *storage) {
 void tsr_storage_mark_used(tsr_storage *storage, tsr_stream *stream) {
   for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {
     tsr_stream *seen = atomic_load_explicit(&storage->streams[i], memory_order_acquire);
-    if (seen == stream) return;
+    if (seen == stream)
+      return;
     if (seen == NULL) {
       tsr_stream *expected = NULL;
       if (atomic_compare_exchange_strong(&storage->streams[i], &expected, stream)) {
         atomic_fetch_add_explicit(&stream->refs, 1, memory_order_relaxed);
         return;
       }
-      if (expected == stream) return;
+      if (expected == stream)
+        return;
     }
   }
   atomic_store(&storage->many_streams, 1);
 }
 
 void tsr_storage_release(tsr_storage *storage) {
-  if (storage == NULL) return;
-  if (atomic_fetch_sub_explicit(&storage->refs, 1, memory_order_acq_rel) != 1) return;
+  if (storage == NULL)
+    return;
+  if (atomic_fetch_sub_explicit(&storage->refs, 1, memory_order_acq_rel) != 1)
+    return;
   tsr_device *device = storage->device;
   const tsr_plugin_api *api = device->plugin->api;
   tsr_stream *owner = atomic_load(&storage->streams[0]);
@@ -107,7 +113,8 @@ void tsr_storage_release(tsr_storage *storage) {
     // stream's own work is ordered by the stream itself.
     for (int i = 1; i < TSR_STORAGE_MAX_STREAMS; ++i) {
       tsr_stream *other = atomic_load(&storage->streams[i]);
-      if (other == NULL) break;
+      if (other == NULL)
+        break;
       tsr_plugin_event *event = NULL;
       if ((device->props.flags & TSR_DEVICE_EVENTS) &&
           api->event_create(device->index, 0, &event) == TSR_OK) {
@@ -124,7 +131,8 @@ void tsr_storage_release(tsr_storage *storage) {
   api->buffer_free(storage->buffer, free_on);
   for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {
     tsr_stream *s = atomic_load(&storage->streams[i]);
-    if (s != NULL) tsr_stream_release(s);
+    if (s != NULL)
+      tsr_stream_release(s);
   }
   storage_record_put(storage);
 }

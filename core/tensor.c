@@ -1,4 +1,5 @@
 // Tensor handles: reference-counted views over storage, recycled per thread.
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,31 @@
 #define TSR_FREE_LIST_CAP 1024
 static TSR_HOT_TLS tsr_tensor *tls_free_tensors;
 static TSR_HOT_TLS int tls_free_tensor_count;
+// Set once this thread's free lists will be trimmed when it exits.
+static TSR_HOT_TLS int tls_trim_registered;
+static pthread_key_t g_trim_key;
+static pthread_once_t g_trim_key_once = PTHREAD_ONCE_INIT;
 
+// A thread that used the SDK and exits would otherwise leak its cached
+// tensor and storage records: a key destructor runs while its thread-local
+// variables are still valid.
+static void tsr_thread_exit_trim(void *unused) {
+  (void)unused;
+  tsr_tensor_free_lists_trim();
+}
+
+static void tsr_trim_key_create(void) {
+  pthread_key_create(&g_trim_key, tsr_thread_exit_trim);
+}
+
+void tsr_thread_free_lists_register(void) {
+  if (tls_trim_registered)
+    return;
+  tls_trim_registered = 1;
+  pthread_once(&g_trim_key_once, tsr_trim_key_create);
+  // Any non-NULL value makes the destructor run at thread exit.
+  pthread_setspecific(g_trim_key, &g_trim_key);
+}
 
 void tsr_tensor_free_lists_trim(void) {
   while (tls_free_tensors != NULL) {
@@ -26,8 +51,8 @@ static const char *dtype_name(tsr_dtype_t dtype) {
   return dtype >= 0 && dtype < TSR_DTYPE_COUNT ? names[dtype] : "unknown";
 }
 
-tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
-                           const int64_t *sizes, int64_t *out_numel) {
+tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
+                           int64_t *out_numel) {
   if (dtype < 0 || dtype >= TSR_DTYPE_COUNT) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: dtype %d is not a Tessera dtype", what, dtype);
   }
@@ -52,8 +77,8 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
   }
   int64_t elem = (int64_t)tsr_dtype_size(dtype);
   if (numel > INT64_MAX / elem) {
-    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %lld elements of %s overflow a byte count", what,
-                         (long long)numel, dtype_name(dtype));
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %lld elements of %s overflow a byte count",
+                         what, (long long)numel, dtype_name(dtype));
   }
   *out_numel = numel;
   return TSR_OK;
@@ -87,8 +112,8 @@ tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t ran
   return t;
 }
 
-tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype,
-                             int32_t rank, const int64_t *sizes) {
+tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes) {
   int64_t numel = 0;
   if (tsr_shape_check(what, dtype, rank, sizes, &numel) != TSR_OK) {
     tsr_fail(device, tsr_error_status(), "%s", tsr_error_message());
@@ -115,63 +140,84 @@ tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t d
 // --- public tensor API ----------------------------------------------------
 
 tsr_tensor *tsr_tensor_retain(tsr_tensor *tensor) {
-  if (tensor != NULL) atomic_fetch_add_explicit(&tensor->refs, 1, memory_order_relaxed);
+  if (tensor != NULL)
+    atomic_fetch_add_explicit(&tensor->refs, 1, memory_order_relaxed);
   return tensor;
 }
 
 void tsr_tensor_release(tsr_tensor *tensor) {
-  if (tensor == NULL) return;
-  if (atomic_fetch_sub_explicit(&tensor->refs, 1, memory_order_acq_rel) != 1) return;
+  if (tensor == NULL)
+    return;
+  if (atomic_fetch_sub_explicit(&tensor->refs, 1, memory_order_acq_rel) != 1)
+    return;
   tsr_storage_release(tensor->storage);
   if (tls_free_tensor_count >= TSR_FREE_LIST_CAP) {
     free(tensor);
     return;
   }
+  tsr_thread_free_lists_register();
   tensor->next_free = tls_free_tensors;
   tls_free_tensors = tensor;
   ++tls_free_tensor_count;
 }
 
-tsr_dtype_t tsr_tensor_dtype(const tsr_tensor *tensor) { return tensor ? tensor->dtype : -1; }
-int32_t tsr_tensor_rank(const tsr_tensor *tensor) { return tensor ? tensor->rank : -1; }
+tsr_dtype_t tsr_tensor_dtype(const tsr_tensor *tensor) {
+  return tensor ? tensor->dtype : -1;
+}
+int32_t tsr_tensor_rank(const tsr_tensor *tensor) {
+  return tensor ? tensor->rank : -1;
+}
 
 int64_t tsr_tensor_size(const tsr_tensor *tensor, int32_t dim) {
-  if (tensor == NULL) return -1;
-  if (dim < 0) dim += tensor->rank;
+  if (tensor == NULL)
+    return -1;
+  if (dim < 0)
+    dim += tensor->rank;
   return dim >= 0 && dim < tensor->rank ? tensor->sizes[dim] : -1;
 }
 
 int64_t tsr_tensor_stride(const tsr_tensor *tensor, int32_t dim) {
-  if (tensor == NULL) return -1;
-  if (dim < 0) dim += tensor->rank;
+  if (tensor == NULL)
+    return -1;
+  if (dim < 0)
+    dim += tensor->rank;
   return dim >= 0 && dim < tensor->rank ? tensor->strides[dim] : -1;
 }
 
-const int64_t *tsr_tensor_sizes(const tsr_tensor *tensor) { return tensor ? tensor->sizes : NULL; }
+const int64_t *tsr_tensor_sizes(const tsr_tensor *tensor) {
+  return tensor ? tensor->sizes : NULL;
+}
 const int64_t *tsr_tensor_strides(const tsr_tensor *tensor) {
   return tensor ? tensor->strides : NULL;
 }
 
 int64_t tsr_tensor_numel(const tsr_tensor *tensor) {
-  if (tensor == NULL) return -1;
+  if (tensor == NULL)
+    return -1;
   int64_t n = 1;
   for (int32_t d = 0; d < tensor->rank; ++d) n *= tensor->sizes[d];
   return n;
 }
 
-int64_t tsr_tensor_offset(const tsr_tensor *tensor) { return tensor ? tensor->offset : -1; }
+int64_t tsr_tensor_offset(const tsr_tensor *tensor) {
+  return tensor ? tensor->offset : -1;
+}
 
 int tsr_tensor_is_contiguous(const tsr_tensor *tensor) {
-  if (tensor == NULL) return 0;
+  if (tensor == NULL)
+    return 0;
   int64_t expected = 1;
   for (int32_t d = tensor->rank - 1; d >= 0; --d) {
-    if (tensor->sizes[d] != 1 && tensor->strides[d] != expected) return 0;
+    if (tensor->sizes[d] != 1 && tensor->strides[d] != expected)
+      return 0;
     expected *= tensor->sizes[d];
   }
   return 1;
 }
 
-tsr_device *tsr_tensor_device(const tsr_tensor *tensor) { return tensor ? tensor->device : NULL; }
+tsr_device *tsr_tensor_device(const tsr_tensor *tensor) {
+  return tensor ? tensor->device : NULL;
+}
 
 uint64_t tsr_tensor_storage_version(const tsr_tensor *tensor) {
   return tensor ? atomic_load(&tensor->storage->version) : 0;
