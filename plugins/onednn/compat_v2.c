@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "compat_internal.h"
 
 struct tsr_dnnl_md {
   dnnl_memory_desc_t md;
@@ -197,7 +198,7 @@ static const dnnl_memory_desc_t *raw(const tsr_dnnl_md *md) {
 
 // --- attributes -------------------------------------------------------------
 
-static tsr_status post_ops_append(dnnl_post_ops_t po, const tsr_dnnl_post_op *op, int32_t index) {
+tsr_status tsr_dnnl_post_op_append(dnnl_post_ops_t po, const tsr_dnnl_post_op *op, int32_t index) {
   switch (op->kind) {
     case TSR_DNNL_POST_ELTWISE:
       // 2.x scales the eltwise result; 3.x dropped that factor, so 1 keeps
@@ -218,67 +219,6 @@ static tsr_status post_ops_append(dnnl_post_ops_t po, const tsr_dnnl_post_op *op
                                   "tsr_dnnl_attr_create: post-op %d has unknown kind %d",
                                   (int)index, (int)op->kind);
   }
-}
-
-tsr_status tsr_dnnl_attr_create(tsr_math_mode_t math_mode, const tsr_dnnl_post_op *post_ops,
-                                int32_t num_post_ops, dnnl_primitive_attr_t *out_attr) {
-  static const char what[] = "tsr_dnnl_attr_create";
-  if (out_attr == NULL) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: out_attr is NULL", what);
-  }
-  *out_attr = NULL;
-  if (num_post_ops < 0 || (num_post_ops > 0 && post_ops == NULL)) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: bad post-op list (%d)", what,
-                                (int)num_post_ops);
-  }
-  dnnl_fpmath_mode_t fpmath;
-  switch (math_mode) {
-    case TSR_MATH_STRICT:
-      fpmath = dnnl_fpmath_mode_strict;
-      break;
-    case TSR_MATH_ALLOW_TF32:
-    case TSR_MATH_ALLOW_REDUCED:
-      // oneDNN's CPU engines have no TF32; bf16 is the reduced float32
-      // arithmetic they offer (used only on hardware with bf16 support).
-      fpmath = dnnl_fpmath_mode_bf16;
-      break;
-    default:
-      return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: unknown math mode %d", what,
-                                  (int)math_mode);
-  }
-
-  dnnl_primitive_attr_t attr = NULL;
-  tsr_status st = tsr_onednn_check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
-  if (st != TSR_OK)
-    return st;
-  // The plugin carves scratchpads from the ABI workspace; library-owned
-  // scratchpads would allocate on every execution.
-  st = tsr_onednn_check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
-                        "dnnl_primitive_attr_set_scratchpad_mode");
-  if (st == TSR_OK) {
-    st = tsr_onednn_check(dnnl_primitive_attr_set_fpmath_mode(attr, fpmath),
-                          "dnnl_primitive_attr_set_fpmath_mode");
-  }
-  if (st == TSR_OK && num_post_ops > 0) {
-    dnnl_post_ops_t po = NULL;
-    st = tsr_onednn_check(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
-    for (int32_t i = 0; st == TSR_OK && i < num_post_ops; ++i) {
-      st = post_ops_append(po, &post_ops[i], i);
-    }
-    if (st == TSR_OK) {
-      st = tsr_onednn_check(dnnl_primitive_attr_set_post_ops(attr, po),
-                            "dnnl_primitive_attr_set_post_ops");
-    }
-    // The attribute keeps its own copy of the post-ops.
-    if (po != NULL)
-      dnnl_post_ops_destroy(po);
-  }
-  if (st != TSR_OK) {
-    dnnl_primitive_attr_destroy(attr);
-    return st;
-  }
-  *out_attr = attr;
-  return TSR_OK;
 }
 
 // The attribute a creator passes to oneDNN: the caller's, or a default one

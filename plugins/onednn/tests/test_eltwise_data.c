@@ -2,7 +2,7 @@
 // (mostly 1024 x 1024 = 1M elements): UNARY, UNARY_BACKWARD, BINARY, REDUCE,
 // SOFTMAX, COPY, CAST and CONCAT, checked against float64 loops written here.
 //
-// Every op runs with TSR_TRACE on and the engine it reports is checked, so a
+// Every op's engine is checked before it runs (tsr_op_engine_get), so a
 // case meant for a oneDNN primitive cannot pass by silently running the own
 // kernel. Where the choice is oneDNN's special-value behaviour (the plugin
 // checks it at plan time: EXP, RELU, LOG, SILU, ...) or depends on the ISA
@@ -25,99 +25,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "onednn_test_util.h"
 #include "tessera/tessera.h"
 #include "test_support.h"
-
-#ifndef TSR_TEST_ONEDNN_PATH
-#error "TSR_TEST_ONEDNN_PATH must name the oneDNN plugin"
-#endif
-
-static tsr_context *g_context;
-static tsr_device *g_device;
 
 enum { R = 1024, C = 1024 };
 #define NUMEL ((int64_t)R * C)
 
-static int group_setup(void **state) {
-  (void)state;
-  // The default threshold lets every case here reach oneDNN already; 0 makes
-  // that independent of it. The trace names each op's engine on stderr.
-  setenv("TSR_ONEDNN_MIN_ELEMENTS", "0", 1);
-  setenv("TSR_TRACE", "1", 1);
-  g_context = ts_context_create(TSR_TEST_ONEDNN_PATH, "onednn:0");
-  if (g_context == NULL)
-    return -1;
-  g_device = tsr_context_default_device(g_context);
-  if (g_device == NULL || strcmp(tsr_device_name(g_device), "onednn:0") != 0) {
-    fprintf(stderr, "default device is %s, not onednn:0\n",
-            g_device ? tsr_device_name(g_device) : "NULL");
-    return -1;
-  }
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  tsr_context_destroy(g_context);
-  g_context = NULL;
-  g_device = NULL;
-  return 0;
-}
-
-// --- running an op with its engine captured -------------------------------------
-
-typedef enum { ENGINE_ONEDNN, ENGINE_OWN, ENGINE_ANY } engine_kind;
-
-// Runs |op| with stderr captured and checks the engine of its trace line.
-static void run_expect(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
-                       int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs,
-                       engine_kind want) {
-  fflush(stderr);
-  FILE *capture = tmpfile();
-  assert_non_null(capture);
-  const int saved = dup(2);
-  assert_true(saved >= 0);
-  assert_true(dup2(fileno(capture), 2) >= 0);
-  const tsr_status status = tsr_op_run(op, num_inputs, inputs, num_outputs, outputs, attrs);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  char text[8192];
-  rewind(capture);
-  const size_t length = fread(text, 1, sizeof(text) - 1, capture);
-  fclose(capture);
-  text[length] = '\0';
-  if (status != TSR_OK) {
-    fail_msg("%s: %s: %s", tsr_op_name(op), tsr_status_name(status), tsr_last_error());
-  }
-  char needle[64];
-  snprintf(needle, sizeof(needle), " %s engine=", tsr_op_name(op));
-  const char *line = strstr(text, needle);
-  if (line == NULL)
-    fail_msg("%s: no trace line in \"%s\"", tsr_op_name(op), text);
-  const char *engine = line + strlen(needle);
-  const size_t engine_length = strcspn(engine, " \n");
-  const int on_onednn = strncmp(engine, "onednn:", 7) == 0;
-  const int on_own = strncmp(engine, "own:", 4) == 0;
-  const int ok = want == ENGINE_ONEDNN ? on_onednn
-                 : want == ENGINE_OWN  ? on_own
-                                       : on_onednn || on_own;
-  print_message("  %s: %.*s\n", tsr_op_name(op), (int)engine_length, engine);
-  if (!ok) {
-    fail_msg("%s ran on engine %.*s, expected %s", tsr_op_name(op), (int)engine_length, engine,
-             want == ENGINE_ONEDNN ? "a oneDNN primitive"
-             : want == ENGINE_OWN  ? "the own kernel"
-                                   : "a oneDNN primitive or the own kernel");
-  }
-}
-
-// --- host helpers ----------------------------------------------------------------
-
-static double *dalloc(int64_t n) {
-  double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
-  assert_non_null(p);
-  return p;
-}
+// Runs |op| after checking the engine its plan uses.
+#define run_expect(op, ni, in, no, out, attrs, want) \
+  onednn_run_expect(op, ni, in, no, out, attrs, want, NULL)
 
 static double *random_values(uint64_t seed, tsr_dtype_t dtype, int64_t n, double lo, double hi) {
   ts_rng rng = {seed};

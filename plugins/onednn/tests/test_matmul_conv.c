@@ -2,7 +2,7 @@
 // conformance suite's (a 256x512x384 GEMM, a 3x3 convolution over
 // 8 x 32 x 28 x 28), checked against float64 loops written here.
 //
-// Every op runs with TSR_TRACE on and the engine it reports is checked, so a
+// Every op's engine is checked before it runs (tsr_op_engine_get), so a
 // case meant for a oneDNN primitive cannot pass by silently running the
 // plugin's own kernel. The weight-cache test changes a convolution's weights
 // in place between two calls: the blocked copy the plugin keeps must follow.
@@ -22,88 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "onednn_test_util.h"
 #include "tessera/tessera.h"
 #include "test_support.h"
 
-#ifndef TSR_TEST_ONEDNN_PATH
-#error "TSR_TEST_ONEDNN_PATH must name the oneDNN plugin"
-#endif
-
-static tsr_context *g_context;
-static tsr_device *g_device;
-
-static int group_setup(void **state) {
-  (void)state;
-  // Every primitive path, whatever the plugin's size thresholds; the trace
-  // names each op's engine on stderr (read back by run_onednn).
-  setenv("TSR_ONEDNN_MIN_ELEMENTS", "0", 1);
-  setenv("TSR_TRACE", "1", 1);
-  g_context = ts_context_create(TSR_TEST_ONEDNN_PATH, "onednn:0");
-  if (g_context == NULL)
-    return -1;
-  g_device = tsr_context_default_device(g_context);
-  if (g_device == NULL || strcmp(tsr_device_name(g_device), "onednn:0") != 0) {
-    fprintf(stderr, "default device is %s, not onednn:0\n",
-            g_device ? tsr_device_name(g_device) : "NULL");
-    return -1;
-  }
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  tsr_context_destroy(g_context);
-  g_context = NULL;
-  g_device = NULL;
-  return 0;
-}
-
-// --- running an op with its engine captured -------------------------------------
-
-// Runs |op| with stderr redirected to a temporary file and checks that its
-// trace line names a oneDNN primitive ("onednn:<impl>"). Prints the engine.
-static void run_onednn(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
-                       int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs,
-                       const char *what) {
-  fflush(stderr);
-  FILE *capture = tmpfile();
-  assert_non_null(capture);
-  const int saved = dup(2);
-  assert_true(saved >= 0);
-  assert_true(dup2(fileno(capture), 2) >= 0);
-  const tsr_status status = tsr_op_run(op, num_inputs, inputs, num_outputs, outputs, attrs);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  char text[8192];
-  rewind(capture);
-  const size_t length = fread(text, 1, sizeof(text) - 1, capture);
-  fclose(capture);
-  text[length] = '\0';
-  if (status != TSR_OK) {
-    fail_msg("%s: %s: %s: %s", what, tsr_op_name(op), tsr_status_name(status), tsr_last_error());
-  }
-  char needle[64];
-  snprintf(needle, sizeof(needle), " %s engine=", tsr_op_name(op));
-  const char *line = strstr(text, needle);
-  if (line == NULL)
-    fail_msg("%s: %s: no trace line in \"%s\"", what, tsr_op_name(op), text);
-  const char *engine = line + strlen(needle);
-  const int engine_length = (int)strcspn(engine, " \n");
-  printf("  %-44s %-24s engine=%.*s\n", what, tsr_op_name(op), engine_length, engine);
-  if (strncmp(engine, "onednn:", 7) != 0) {
-    fail_msg("%s: %s ran on engine %.*s, expected a oneDNN primitive", what, tsr_op_name(op),
-             engine_length, engine);
-  }
-}
-
-// --- host helpers ----------------------------------------------------------------
-
-static double *dalloc(int64_t n) {
-  double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
-  assert_non_null(p);
-  return p;
-}
+// Runs |op| after checking that its plan uses a oneDNN primitive.
+#define run_onednn(op, ni, in, no, out, attrs, what) \
+  onednn_run_expect(op, ni, in, no, out, attrs, ENGINE_ONEDNN, what)
 
 static tsr_tensor *tensor_of(int32_t rank, const int64_t *sizes, const double *values) {
   tsr_tensor *t = ts_tensor(g_device, TSR_FLOAT32, rank, sizes, values);
