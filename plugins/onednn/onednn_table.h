@@ -8,6 +8,13 @@
 // under tsr_onednn_kernel_host_get()). Valid after the entry. Thread-safe.
 const tsr_plugin_api *tsr_onednn_ref_api(void);
 
+// ref's plan_execute checks with another workspace size (ref_checks.h), from
+// the same build of the own kernels as tsr_onednn_ref_api().
+typedef tsr_status (*tsr_onednn_resolve_fn)(const tsr_plugin_plan *plan, const tsr_exec_args *args,
+                                            tsr_plugin_stream *stream, uint64_t workspace_bytes,
+                                            char **out_ptrs, char **out_workspace);
+tsr_onednn_resolve_fn tsr_onednn_resolve_get(void);
+
 // Reads TSR_ONEDNN_MIN_ELEMENTS and TSR_ONEDNN_AUTOTUNE; called by init.
 void tsr_onednn_plan_settings_init(void);
 

@@ -15,7 +15,6 @@
 #include "onednn_op.h"
 #include "onednn_plugin.h"
 #include "onednn_table.h"
-#include "ref_checks.h"
 
 typedef struct tsr_onednn_plan {
   tsr_plugin_plan *own;  // ref's plan: checks, and the kernel when |op| is NULL
@@ -194,8 +193,8 @@ tsr_status tsr_onednn_plan_execute(const tsr_plugin_plan *handle, const tsr_exec
     return tsr_onednn_ref_api()->plan_execute(plan->own, args, stream);
   char *ptrs[TSR_MAX_OPERANDS];
   char *workspace = NULL;
-  tsr_status status = tsr_ref_exec_args_resolve_for(plan->own, args, stream, plan->workspace_bytes,
-                                                    ptrs, &workspace);
+  tsr_status status =
+      tsr_onednn_resolve_get()(plan->own, args, stream, plan->workspace_bytes, ptrs, &workspace);
   if (status != TSR_OK)
     return status;
   tsr_onednn_exec_ctx ctx = {.ptrs = ptrs, .args = args, .workspace = workspace};

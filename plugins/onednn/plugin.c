@@ -7,6 +7,7 @@
 // through plan.c, which picks oneDNN or the own kernel per signature.
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,19 +15,102 @@
 #include "conv_weight_cache.h"
 #include "onednn_plugin.h"
 #include "onednn_table.h"
+#include "ref_checks.h"
 #include "ref_plugin.h"
 
 #if defined(__AVX512F__)
-#define TSR_ONEDNN_OWN_ISA "AVX-512"
+#define TSR_ONEDNN_BUILD_ISA "the build's flags: AVX-512"
 #elif defined(__AVX2__)
-#define TSR_ONEDNN_OWN_ISA "AVX2"
+#define TSR_ONEDNN_BUILD_ISA "the build's flags: AVX2"
 #else
-#define TSR_ONEDNN_OWN_ISA "baseline"
+#define TSR_ONEDNN_BUILD_ISA "the build's flags"
 #endif
+
+// The own kernels exist up to three times (CMakeLists.txt): built with the
+// project's flags, and for x86-64-v3 (AVX2+FMA) and x86-64-v4 (AVX-512).
+// The entry picks one by what the CPU has, or by TSR_ONEDNN_ISA (build,
+// avx2, avx512) when that names a level the CPU runs.
+typedef struct tsr_onednn_own_build {
+  const char *name;  // TSR_ONEDNN_ISA value
+  const char *description;
+  tsr_status (*create)(const tsr_host_api *host, const tsr_plugin_api **out_api);
+  tsr_onednn_resolve_fn resolve;
+  int (*runs_here)(void);
+} tsr_onednn_own_build;
+
+static int tsr_onednn_cpu_any(void) {
+  return 1;
+}
+#if defined(TSR_ONEDNN_HAS_AVX2)
+__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx2_plugin_create(
+    const tsr_host_api *host, const tsr_plugin_api **out_api);
+__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx2_exec_args_resolve_for(
+    const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
+    uint64_t workspace_bytes, char **out_ptrs, char **out_workspace);
+static int tsr_onednn_cpu_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("bmi2");
+}
+#endif
+#if defined(TSR_ONEDNN_HAS_AVX512)
+__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx512_plugin_create(
+    const tsr_host_api *host, const tsr_plugin_api **out_api);
+__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx512_exec_args_resolve_for(
+    const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
+    uint64_t workspace_bytes, char **out_ptrs, char **out_workspace);
+static int tsr_onednn_cpu_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+// Most capable first.
+static const tsr_onednn_own_build k_own_builds[] = {
+#if defined(TSR_ONEDNN_HAS_AVX512)
+    {"avx512", "x86-64-v4: AVX-512", tsr_ref_avx512_plugin_create,
+     tsr_ref_avx512_exec_args_resolve_for, tsr_onednn_cpu_avx512},
+#endif
+#if defined(TSR_ONEDNN_HAS_AVX2)
+    {"avx2", "x86-64-v3: AVX2+FMA", tsr_ref_avx2_plugin_create, tsr_ref_avx2_exec_args_resolve_for,
+     tsr_onednn_cpu_avx2},
+#endif
+    {"build", TSR_ONEDNN_BUILD_ISA, tsr_ref_plugin_create, tsr_ref_exec_args_resolve_for,
+     tsr_onednn_cpu_any},
+};
+#define TSR_ONEDNN_OWN_BUILD_COUNT ((int)(sizeof(k_own_builds) / sizeof(k_own_builds[0])))
+
+// The requested build if the CPU runs it, else the most capable that runs.
+static const tsr_onednn_own_build *tsr_onednn_own_build_pick(const tsr_host_api *host) {
+  const char *want = getenv("TSR_ONEDNN_ISA");
+  if (want != NULL && want[0] != '\0') {
+    for (int i = 0; i < TSR_ONEDNN_OWN_BUILD_COUNT; ++i) {
+      if (strcmp(k_own_builds[i].name, want) != 0)
+        continue;
+      if (k_own_builds[i].runs_here())
+        return &k_own_builds[i];
+      break;
+    }
+    char message[160];
+    snprintf(message, sizeof(message),
+             "onednn: TSR_ONEDNN_ISA=%s is not a build of the own kernels this CPU runs; "
+             "choosing by the CPU",
+             want);
+    host->log(host->ctx, TSR_LOG_WARNING, message);
+  }
+  for (int i = 0; i < TSR_ONEDNN_OWN_BUILD_COUNT; ++i) {
+    if (k_own_builds[i].runs_here())
+      return &k_own_builds[i];
+  }
+  return &k_own_builds[TSR_ONEDNN_OWN_BUILD_COUNT - 1];
+}
 
 static const tsr_host_api *g_host;
 static tsr_host_api g_kernel_host;
 static const tsr_plugin_api *g_ref;
+static tsr_onednn_resolve_fn g_resolve = tsr_ref_exec_args_resolve_for;
 static tsr_plugin_api g_api;
 static char g_build_info[192];
 static dnnl_engine_t g_engine;
@@ -44,6 +128,9 @@ const tsr_host_api *tsr_onednn_kernel_host_get(void) {
 }
 const tsr_plugin_api *tsr_onednn_ref_api(void) {
   return g_ref;
+}
+tsr_onednn_resolve_fn tsr_onednn_resolve_get(void) {
+  return g_resolve;
 }
 dnnl_engine_t tsr_onednn_engine_get(void) {
   return g_engine;
@@ -166,12 +253,15 @@ TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
   g_kernel_host.struct_size = sizeof(g_kernel_host);
   g_kernel_host.parallel_for = tsr_onednn_host_parallel_for;
   g_kernel_host.thread_count = tsr_onednn_host_thread_count;
-  tsr_status status = tsr_ref_plugin_create(&g_kernel_host, &g_ref);
+  const tsr_onednn_own_build *own = tsr_onednn_own_build_pick(host);
+  tsr_status status = own->create(&g_kernel_host, &g_ref);
   if (status != TSR_OK)
     return status;
+  g_resolve = own->resolve;
 
-  snprintf(g_build_info, sizeof(g_build_info), "%s; own kernels: portable C11 (%s)",
-           tsr_dnnl_version_string(), TSR_ONEDNN_OWN_ISA);
+  snprintf(g_build_info, sizeof(g_build_info),
+           "%s; own kernels: portable C11 built for %s (chosen at run time)",
+           tsr_dnnl_version_string(), own->description);
   g_api = *g_ref;
   g_api.struct_size = sizeof(g_api);
   g_api.abi_major = TSR_ABI_VERSION_MAJOR;
