@@ -1,4 +1,6 @@
 // The parts of compat.h both oneDNN generations implement the same way.
+#include <string.h>
+
 #include "compat.h"
 #include "compat_internal.h"
 
@@ -60,5 +62,46 @@ tsr_status tsr_dnnl_attr_create(tsr_math_mode_t math_mode, const tsr_dnnl_post_o
     return st;
   }
   *out_attr = attr;
+  return TSR_OK;
+}
+
+tsr_status tsr_dnnl_window_dims(const tsr_dnnl_window *w, int ndims, const char *what,
+                                dnnl_dims_t strides, dnnl_dims_t kernel, dnnl_dims_t dilates,
+                                dnnl_dims_t pad_l, dnnl_dims_t pad_r) {
+  int spatial = ndims - 2;
+  if (spatial < 1 || spatial > 2) {
+    return tsr_onednn_error_set(TSR_UNSUPPORTED, "%s: %d spatial dims (1 or 2 supported)", what,
+                                spatial);
+  }
+  memset(strides, 0, sizeof(dnnl_dims_t));
+  memset(kernel, 0, sizeof(dnnl_dims_t));
+  memset(dilates, 0, sizeof(dnnl_dims_t));
+  memset(pad_l, 0, sizeof(dnnl_dims_t));
+  memset(pad_r, 0, sizeof(dnnl_dims_t));
+  for (int i = 0; i < spatial; ++i) {
+    strides[i] = w->strides[i];
+    kernel[i] = w->kernel[i];
+    dilates[i] = w->dilates[i];
+    pad_l[i] = w->pad_l[i];
+    pad_r[i] = w->pad_r[i];
+  }
+  return TSR_OK;
+}
+
+tsr_status tsr_dnnl_norm_flags(uint32_t flags, const char *what, unsigned *out) {
+  const uint32_t known =
+      TSR_DNNL_NORM_USE_GLOBAL_STATS | TSR_DNNL_NORM_USE_SCALE | TSR_DNNL_NORM_USE_SHIFT;
+  if (flags & ~known) {
+    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: unknown normalisation flags 0x%x", what,
+                                (unsigned)(flags & ~known));
+  }
+  unsigned f = dnnl_normalization_flags_none;
+  if (flags & TSR_DNNL_NORM_USE_GLOBAL_STATS)
+    f |= dnnl_use_global_stats;
+  if (flags & TSR_DNNL_NORM_USE_SCALE)
+    f |= dnnl_use_scale;
+  if (flags & TSR_DNNL_NORM_USE_SHIFT)
+    f |= dnnl_use_shift;
+  *out = f;
   return TSR_OK;
 }

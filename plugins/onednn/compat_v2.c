@@ -335,48 +335,6 @@ static tsr_status same_md(const tsr_dnnl_md *a, const tsr_dnnl_md *b, const char
                               "%s: oneDNN 2.x needs %s to have the same descriptor", what, names);
 }
 
-// Spatial parameters for a src of |ndims| dims: 2.x reads ndims-2 entries.
-static tsr_status window_dims(const tsr_dnnl_window *w, int ndims, const char *what,
-                              dnnl_dims_t strides, dnnl_dims_t kernel, dnnl_dims_t dilates,
-                              dnnl_dims_t pad_l, dnnl_dims_t pad_r) {
-  int spatial = ndims - 2;
-  if (spatial < 1 || spatial > 2) {
-    return tsr_onednn_error_set(TSR_UNSUPPORTED, "%s: %d spatial dims (1 or 2 supported)", what,
-                                spatial);
-  }
-  memset(strides, 0, sizeof(dnnl_dims_t));
-  memset(kernel, 0, sizeof(dnnl_dims_t));
-  memset(dilates, 0, sizeof(dnnl_dims_t));
-  memset(pad_l, 0, sizeof(dnnl_dims_t));
-  memset(pad_r, 0, sizeof(dnnl_dims_t));
-  for (int i = 0; i < spatial; ++i) {
-    strides[i] = w->strides[i];
-    kernel[i] = w->kernel[i];
-    dilates[i] = w->dilates[i];
-    pad_l[i] = w->pad_l[i];
-    pad_r[i] = w->pad_r[i];
-  }
-  return TSR_OK;
-}
-
-static tsr_status norm_flags(uint32_t flags, const char *what, unsigned *out) {
-  const uint32_t known =
-      TSR_DNNL_NORM_USE_GLOBAL_STATS | TSR_DNNL_NORM_USE_SCALE | TSR_DNNL_NORM_USE_SHIFT;
-  if (flags & ~known) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: unknown normalisation flags 0x%x", what,
-                                (unsigned)(flags & ~known));
-  }
-  unsigned f = dnnl_normalization_flags_none;
-  if (flags & TSR_DNNL_NORM_USE_GLOBAL_STATS)
-    f |= dnnl_use_global_stats;
-  if (flags & TSR_DNNL_NORM_USE_SCALE)
-    f |= dnnl_use_scale;
-  if (flags & TSR_DNNL_NORM_USE_SHIFT)
-    f |= dnnl_use_shift;
-  *out = f;
-  return TSR_OK;
-}
-
 tsr_status tsr_dnnl_pd_matmul(dnnl_engine_t engine, const tsr_dnnl_md *src,
                               const tsr_dnnl_md *weights, const tsr_dnnl_md *bias,
                               const tsr_dnnl_md *dst, const_dnnl_primitive_attr_t attr,
@@ -409,7 +367,7 @@ tsr_status tsr_dnnl_pd_conv_fwd(dnnl_engine_t engine, dnnl_prop_kind_t prop, con
   TSR_NEED(dst);
   TSR_NEED(window);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   dnnl_convolution_desc_t d;
@@ -436,7 +394,7 @@ tsr_status tsr_dnnl_pd_conv_bwd_data(dnnl_engine_t engine, const tsr_dnnl_md *di
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, diff_src->md.ndims, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, diff_src->md.ndims, __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   dnnl_convolution_desc_t d;
@@ -464,7 +422,7 @@ tsr_status tsr_dnnl_pd_conv_bwd_weights(dnnl_engine_t engine, const tsr_dnnl_md 
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   dnnl_convolution_desc_t d;
@@ -490,7 +448,7 @@ tsr_status tsr_dnnl_pd_pool_fwd(dnnl_engine_t engine, dnnl_prop_kind_t prop, dnn
   TSR_NEED(dst);
   TSR_NEED(window);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, src->md.ndims, __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   dnnl_pooling_v2_desc_t d;
@@ -514,7 +472,7 @@ tsr_status tsr_dnnl_pd_pool_bwd(dnnl_engine_t engine, dnnl_alg_kind_t alg,
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, diff_src->md.ndims, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, diff_src->md.ndims, __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   dnnl_pooling_v2_desc_t d;
@@ -625,7 +583,7 @@ tsr_status tsr_dnnl_pd_layer_norm_fwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(dst);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   st = same_md(src, dst, __func__, "src and dst");
@@ -653,7 +611,7 @@ tsr_status tsr_dnnl_pd_layer_norm_bwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(hint);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   st = same_md(diff_src, diff_dst, __func__, "diff_src and diff_dst");
@@ -679,7 +637,7 @@ tsr_status tsr_dnnl_pd_batch_norm_fwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(dst);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   st = same_md(src, dst, __func__, "src and dst");
@@ -707,7 +665,7 @@ tsr_status tsr_dnnl_pd_batch_norm_bwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(hint);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   st = same_md(diff_src, diff_dst, __func__, "diff_src and diff_dst");

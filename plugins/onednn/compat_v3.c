@@ -280,48 +280,6 @@ static tsr_status need(const void *ptr, const char *func, const char *name) {
       return need_st_;                                 \
   } while (0)
 
-// Spatial parameters for a src of |ndims| dims: oneDNN reads ndims-2 entries.
-static tsr_status window_dims(const tsr_dnnl_window *w, const tsr_dnnl_md *src, const char *func,
-                              dnnl_dims_t strides, dnnl_dims_t kernel, dnnl_dims_t dilates,
-                              dnnl_dims_t pad_l, dnnl_dims_t pad_r) {
-  int spatial = md_ndims(raw(src)) - 2;
-  if (spatial < 1 || spatial > 2) {
-    return tsr_onednn_error_set(TSR_UNSUPPORTED, "%s: %d spatial dims (1 or 2 supported)", func,
-                                spatial);
-  }
-  memset(strides, 0, sizeof(dnnl_dims_t));
-  memset(kernel, 0, sizeof(dnnl_dims_t));
-  memset(dilates, 0, sizeof(dnnl_dims_t));
-  memset(pad_l, 0, sizeof(dnnl_dims_t));
-  memset(pad_r, 0, sizeof(dnnl_dims_t));
-  for (int i = 0; i < spatial; ++i) {
-    strides[i] = w->strides[i];
-    kernel[i] = w->kernel[i];
-    dilates[i] = w->dilates[i];
-    pad_l[i] = w->pad_l[i];
-    pad_r[i] = w->pad_r[i];
-  }
-  return TSR_OK;
-}
-
-static tsr_status norm_flags(uint32_t flags, const char *func, unsigned *out) {
-  const uint32_t known =
-      TSR_DNNL_NORM_USE_GLOBAL_STATS | TSR_DNNL_NORM_USE_SCALE | TSR_DNNL_NORM_USE_SHIFT;
-  if (flags & ~known) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: unknown normalisation flags 0x%x", func,
-                                (unsigned)(flags & ~known));
-  }
-  unsigned f = dnnl_normalization_flags_none;
-  if (flags & TSR_DNNL_NORM_USE_GLOBAL_STATS)
-    f |= dnnl_use_global_stats;
-  if (flags & TSR_DNNL_NORM_USE_SCALE)
-    f |= dnnl_use_scale;
-  if (flags & TSR_DNNL_NORM_USE_SHIFT)
-    f |= dnnl_use_shift;
-  *out = f;
-  return TSR_OK;
-}
-
 tsr_status tsr_dnnl_pd_matmul(dnnl_engine_t engine, const tsr_dnnl_md *src,
                               const tsr_dnnl_md *weights, const tsr_dnnl_md *bias,
                               const tsr_dnnl_md *dst, const_dnnl_primitive_attr_t attr,
@@ -354,7 +312,7 @@ tsr_status tsr_dnnl_pd_conv_fwd(dnnl_engine_t engine, dnnl_prop_kind_t prop, con
   TSR_NEED(dst);
   TSR_NEED(window);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, md_ndims(raw(src)), __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -380,7 +338,7 @@ tsr_status tsr_dnnl_pd_conv_bwd_data(dnnl_engine_t engine, const tsr_dnnl_md *di
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, diff_src, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, md_ndims(raw(diff_src)), __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -407,7 +365,7 @@ tsr_status tsr_dnnl_pd_conv_bwd_weights(dnnl_engine_t engine, const tsr_dnnl_md 
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, md_ndims(raw(src)), __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -432,7 +390,7 @@ tsr_status tsr_dnnl_pd_pool_fwd(dnnl_engine_t engine, dnnl_prop_kind_t prop, dnn
   TSR_NEED(dst);
   TSR_NEED(window);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, src, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, md_ndims(raw(src)), __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -456,7 +414,7 @@ tsr_status tsr_dnnl_pd_pool_bwd(dnnl_engine_t engine, dnnl_alg_kind_t alg,
   TSR_NEED(window);
   TSR_NEED(hint);
   dnnl_dims_t s, k, dl, pl, pr;
-  tsr_status st = window_dims(window, diff_src, __func__, s, k, dl, pl, pr);
+  tsr_status st = tsr_dnnl_window_dims(window, md_ndims(raw(diff_src)), __func__, s, k, dl, pl, pr);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -556,7 +514,7 @@ tsr_status tsr_dnnl_pd_layer_norm_fwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(dst);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -582,7 +540,7 @@ tsr_status tsr_dnnl_pd_layer_norm_bwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(hint);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -606,7 +564,7 @@ tsr_status tsr_dnnl_pd_batch_norm_fwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(dst);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
@@ -632,7 +590,7 @@ tsr_status tsr_dnnl_pd_batch_norm_bwd(dnnl_engine_t engine, dnnl_prop_kind_t pro
   TSR_NEED(src);
   TSR_NEED(hint);
   unsigned f = 0;
-  tsr_status st = norm_flags(flags, __func__, &f);
+  tsr_status st = tsr_dnnl_norm_flags(flags, __func__, &f);
   if (st != TSR_OK)
     return st;
   pd_prep prep;
