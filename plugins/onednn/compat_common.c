@@ -105,3 +105,23 @@ tsr_status tsr_dnnl_norm_flags(uint32_t flags, const char *what, unsigned *out) 
   *out = f;
   return TSR_OK;
 }
+
+tsr_status tsr_dnnl_md_dims(const char *what, int32_t rank, const int64_t *dims, int *ndims,
+                            dnnl_dims_t out_dims) {
+  if (rank < 0 || rank > TSR_MAX_RANK) {
+    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: rank %d outside 0..%d", what, (int)rank,
+                                TSR_MAX_RANK);
+  }
+  if (rank > 0 && dims == NULL) {
+    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: dims is NULL", what);
+  }
+  memset(out_dims, 0, sizeof(dnnl_dims_t));
+  if (rank == 0) {
+    *ndims = 1;
+    out_dims[0] = 1;
+    return TSR_OK;
+  }
+  *ndims = rank;
+  for (int32_t i = 0; i < rank; ++i) out_dims[i] = dims[i];
+  return TSR_OK;
+}

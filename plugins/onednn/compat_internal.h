@@ -10,6 +10,11 @@
 // data type). Sets the message on failure.
 tsr_status tsr_dnnl_post_op_append(dnnl_post_ops_t po, const tsr_dnnl_post_op *op, int32_t index);
 
+// Checks |rank| and |dims| and writes oneDNN's dims, a rank-0 request widened
+// to dims {1}. |what| names the caller in messages.
+tsr_status tsr_dnnl_md_dims(const char *what, int32_t rank, const int64_t *dims, int *ndims,
+                            dnnl_dims_t out_dims);
+
 // Fills oneDNN's spatial arrays from |w| for a source of |ndims| dims
 // (oneDNN reads ndims - 2 entries; 1 or 2 spatial dims are supported, else
 // TSR_UNSUPPORTED). |what| names the caller in messages.

@@ -68,27 +68,6 @@ int tsr_dnnl_api_generation(void) {
 
 // --- memory descriptors -----------------------------------------------------
 
-// Validates rank/dims and widens a rank-0 request to dims {1}.
-static tsr_status md_dims(const char *what, int32_t rank, const int64_t *dims, int *ndims,
-                          dnnl_dims_t out_dims) {
-  if (rank < 0 || rank > TSR_MAX_RANK) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: rank %d outside 0..%d", what, (int)rank,
-                                TSR_MAX_RANK);
-  }
-  if (rank > 0 && dims == NULL) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "%s: dims is NULL", what);
-  }
-  memset(out_dims, 0, sizeof(dnnl_dims_t));
-  if (rank == 0) {
-    *ndims = 1;
-    out_dims[0] = 1;
-    return TSR_OK;
-  }
-  *ndims = rank;
-  for (int32_t i = 0; i < rank; ++i) out_dims[i] = dims[i];
-  return TSR_OK;
-}
-
 tsr_status tsr_dnnl_md_create_strided(int32_t rank, const int64_t *dims, const int64_t *strides,
                                       dnnl_data_type_t dtype, tsr_dnnl_md **out_md) {
   static const char what[] = "tsr_dnnl_md_create_strided";
@@ -97,7 +76,7 @@ tsr_status tsr_dnnl_md_create_strided(int32_t rank, const int64_t *dims, const i
   *out_md = NULL;
   int ndims = 0;
   dnnl_dims_t d, s;
-  tsr_status st = md_dims(what, rank, dims, &ndims, d);
+  tsr_status st = tsr_dnnl_md_dims(what, rank, dims, &ndims, d);
   if (st != TSR_OK)
     return st;
   if (rank > 0 && strides == NULL) {
@@ -126,7 +105,7 @@ tsr_status tsr_dnnl_md_create_tag(int32_t rank, const int64_t *dims, dnnl_data_t
   *out_md = NULL;
   int ndims = 0;
   dnnl_dims_t d;
-  tsr_status st = md_dims(what, rank, dims, &ndims, d);
+  tsr_status st = tsr_dnnl_md_dims(what, rank, dims, &ndims, d);
   if (st != TSR_OK)
     return st;
   dnnl_memory_desc_t md = NULL;
