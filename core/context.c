@@ -106,6 +106,11 @@ tsr_status tsr_context_create(const tsr_context_options *options, tsr_context **
   if (context == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "context_create: no memory");
   pthread_mutex_init(&context->error_lock, NULL);
   atomic_init(&context->error_status, TSR_OK);
+  atomic_init(&context->rng_seed, 0);
+  atomic_init(&context->rng_offset, 0);
+  const char *deterministic = getenv("TSR_DETERMINISTIC");
+  atomic_init(&context->deterministic,
+              deterministic != NULL && deterministic[0] != '\0' && deterministic[0] != '0');
   atomic_init(&context->fallback_policy,
               opts.fallback == TSR_FALLBACK_DEFAULT ? policy_from_env() : opts.fallback);
   tsr_status status = tsr_registry_thread_pool_acquire(opts.num_threads);

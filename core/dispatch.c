@@ -360,7 +360,9 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
   signature.outputs = descs + num_inputs;
   signature.attrs = attrs;
   signature.math_mode = TSR_MATH_STRICT;
-  signature.flags = 0;
+  signature.flags = atomic_load_explicit(&device->owner->deterministic, memory_order_relaxed)
+                        ? TSR_PLAN_REQUIRE_DETERMINISM
+                        : 0;
   if (out_engine != NULL) {
     tsr_plan_key key;
     const tsr_plan_entry *entry = NULL;

@@ -81,6 +81,14 @@ typedef struct tsr_storage {
   struct tsr_storage *next_free;
 } tsr_storage;
 
+// The head of an autograd node (sdk/autograd.c): the core only needs to drop
+// a tensor's reference to the node that produced it.
+typedef struct tsr_grad_fn {
+  void (*release)(struct tsr_grad_fn *self);
+} tsr_grad_fn;
+
+struct tsr_scope_stack;
+
 struct tsr_tensor {
   atomic_int refs;
   tsr_dtype_t dtype;
@@ -91,6 +99,13 @@ struct tsr_tensor {
   int64_t sizes[TSR_MAX_RANK];
   int64_t strides[TSR_MAX_RANK];
   struct tsr_tensor *next_free;
+  // Autograd (sdk/autograd.c). |grad_fn| and |grad| are owned references.
+  tsr_grad_fn *grad_fn;
+  struct tsr_tensor *grad;
+  int32_t requires_grad;
+  // The scope that holds this handle's creation reference (scope.c), or NULL.
+  int32_t scope_slot;
+  struct tsr_scope_stack *scope_owner;
 };
 
 struct tsr_context {
@@ -107,6 +122,10 @@ struct tsr_context {
   } rejected[TSR_MAX_PLUGINS * 2];
   atomic_int fallback_policy;
   atomic_uint_fast64_t fallback_ops, fallback_copies, fallback_refusals;
+  // Random numbers and determinism (see tsr_context_seed_set).
+  atomic_uint_fast64_t rng_seed;
+  atomic_uint_fast64_t rng_offset;
+  atomic_int deterministic;
   // Sticky first error.
   pthread_mutex_t error_lock;
   atomic_int error_status;
@@ -175,6 +194,10 @@ tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t d
 // Validates dtype/rank/sizes and computes numel; checks int64 and byte overflow.
 tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
                            const int64_t *sizes, int64_t *out_numel);
+// Drops a reference taken with tsr_tensor_retain by library code. Unlike
+// tsr_tensor_release it never hands back a scope's claim on the handle (the
+// retain was not the creation reference the scope holds).
+void tsr_tensor_unref(tsr_tensor *tensor);
 // Frees this thread's cached storage records.
 void tsr_storage_free_list_trim(void);
 // Frees this thread's cached tensor and storage handles.
@@ -182,6 +205,21 @@ void tsr_tensor_free_lists_trim(void);
 // Arranges for the calling thread's free lists to be trimmed when it exits;
 // one thread-local test after the first call.
 void tsr_thread_free_lists_register(void);
+
+// --- scope.c -------------------------------------------------------------
+
+// Gives |tensor|'s creation reference to the calling thread's innermost open
+// scope, if any and not suspended. Called by tsr_tensor_make.
+void tsr_scope_adopt(tsr_tensor *tensor);
+// Called by tsr_tensor_release before dropping a reference: when the scope of
+// this thread holds |tensor|'s creation reference, that claim is given up.
+void tsr_scope_forget(tsr_tensor *tensor);
+// Suspends adoption on this thread (nesting) while library code creates
+// tensors it stores or releases itself; returns the previous depth.
+int tsr_scope_suspend(void);
+void tsr_scope_resume(int previous);
+// Frees this thread's scope list when no scope is open.
+void tsr_scope_list_trim(void);
 
 // --- dispatch.c ----------------------------------------------------------
 

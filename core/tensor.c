@@ -43,6 +43,7 @@ void tsr_tensor_free_lists_trim(void) {
   }
   tls_free_tensor_count = 0;
   tsr_storage_free_list_trim();
+  tsr_scope_list_trim();
 }
 
 static const char *dtype_name(tsr_dtype_t dtype) {
@@ -108,7 +109,13 @@ tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t ran
     t->strides[d] = strides[d];
   }
   t->next_free = NULL;
+  t->grad_fn = NULL;
+  t->grad = NULL;
+  t->requires_grad = 0;
+  t->scope_slot = -1;
+  t->scope_owner = NULL;
   tsr_storage_retain(storage);
+  tsr_scope_adopt(t);
   return t;
 }
 
@@ -145,11 +152,29 @@ tsr_tensor *tsr_tensor_retain(tsr_tensor *tensor) {
   return tensor;
 }
 
-void tsr_tensor_release(tsr_tensor *tensor) {
+void tsr_tensor_release(tsr_tensor * tensor) {
+  if (tensor == NULL)
+    return;
+  if (tensor->scope_owner != NULL)
+    tsr_scope_forget(tensor);
+  tsr_tensor_unref(tensor);
+}
+
+void tsr_tensor_unref(tsr_tensor *tensor) {
   if (tensor == NULL)
     return;
   if (atomic_fetch_sub_explicit(&tensor->refs, 1, memory_order_acq_rel) != 1)
     return;
+  if (tensor->grad_fn != NULL) {
+    tsr_grad_fn *fn = tensor->grad_fn;
+    tensor->grad_fn = NULL;
+    fn->release(fn);
+  }
+  if (tensor->grad != NULL) {
+    tsr_tensor *grad = tensor->grad;
+    tensor->grad = NULL;
+    tsr_tensor_release(grad);
+  }
   tsr_storage_release(tensor->storage);
   if (tls_free_tensor_count >= TSR_FREE_LIST_CAP) {
     free(tensor);

@@ -1,6 +1,7 @@
 // Op functions: shape inference, the output tensor, then one dispatch.
 #include <string.h>
 
+#include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
 
@@ -61,19 +62,28 @@ static tsr_tensor *elementwise(tsr_op_id_t op, int32_t count, tsr_tensor *const 
   return out;
 }
 
+// Hands |out| back after |status| of its recording, or fails.
+static tsr_tensor *recorded(tsr_tensor *out, tsr_status status) {
+  if (out == NULL || status == TSR_OK) return out;
+  tsr_tensor_release(out);
+  return NULL;
+}
+
 tsr_tensor *tsr_unary(tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
   if (x == NULL) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "unary: x is NULL");
     return NULL;
   }
   tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
-  return elementwise(TSR_OP_UNARY, 1, &x, x->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_UNARY, 1, &x, x->dtype, &attrs);
+  return recorded(out, out ? tsr_ag_record_unary(out, x, fn, alpha) : TSR_OK);
 }
 
 tsr_status tsr_unary_out(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
   if (out == NULL || x == NULL) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "unary_out: %s is NULL", out ? "x" : "out");
   }
+  TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("unary_out", out));
   tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
   return tsr_dispatch(TSR_OP_UNARY, 1, &x, 1, &out, &attrs);
 }
@@ -89,7 +99,8 @@ tsr_tensor *tsr_binary(tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn, double 
   tsr_tensor *inputs[2] = {a, b};
   if (check_inputs("binary", 2, inputs) != TSR_OK) return NULL;
   tsr_binary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
-  return elementwise(TSR_OP_BINARY, 2, inputs, a->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_BINARY, 2, inputs, a->dtype, &attrs);
+  return recorded(out, out ? tsr_ag_record_binary(out, a, b, fn, alpha) : TSR_OK);
 }
 
 tsr_status tsr_binary_out(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn,
@@ -97,6 +108,7 @@ tsr_status tsr_binary_out(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, tsr_bin
   tsr_tensor *inputs[2] = {a, b};
   if (out == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "binary_out: out is NULL");
   TSR_RETURN_IF_ERROR(check_inputs("binary_out", 2, inputs));
+  TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("binary_out", out));
   tsr_binary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
   return tsr_dispatch(TSR_OP_BINARY, 2, inputs, 1, &out, &attrs);
 }
@@ -110,7 +122,8 @@ tsr_tensor *tsr_compare(tsr_tensor *a, tsr_tensor *b, tsr_compare_fn_t fn) {
 tsr_tensor *tsr_where(tsr_tensor *cond, tsr_tensor *a, tsr_tensor *b) {
   tsr_tensor *inputs[3] = {cond, a, b};
   if (check_inputs("where", 3, inputs) != TSR_OK) return NULL;
-  return elementwise(TSR_OP_WHERE, 3, inputs, a->dtype, NULL);
+  tsr_tensor *out = elementwise(TSR_OP_WHERE, 3, inputs, a->dtype, NULL);
+  return recorded(out, out ? tsr_ag_record_where(out, cond, a, b) : TSR_OK);
 }
 
 tsr_tensor *tsr_clamp(tsr_tensor *x, int has_min, double min, int has_max, double max) {
@@ -119,7 +132,8 @@ tsr_tensor *tsr_clamp(tsr_tensor *x, int has_min, double min, int has_max, doubl
     return NULL;
   }
   tsr_clamp_attrs attrs = {sizeof(attrs), min, max, has_min != 0, has_max != 0};
-  return elementwise(TSR_OP_CLAMP, 1, &x, x->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_CLAMP, 1, &x, x->dtype, &attrs);
+  return recorded(out, out ? tsr_ag_record_clamp(out, x, &attrs) : TSR_OK);
 }
 
 // Drops the size-1 dims in |mask| from a contiguous result.
@@ -162,6 +176,8 @@ tsr_tensor *tsr_reduce(tsr_tensor *x, tsr_reduce_fn_t fn, int32_t num_axes, cons
     tsr_tensor_release(out);
     return NULL;
   }
+  out = recorded(out, tsr_ag_record_reduce(out, out, x, fn, mask));
+  if (out == NULL) return NULL;
   return keepdim ? out : squeeze_mask(out, mask);
 }
 
@@ -192,6 +208,10 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
                           tsr_activation_t activation) {
   tsr_tensor *operands[2] = {a, b};
   if (check_inputs("matmul", 2, operands) != TSR_OK) return NULL;
+  if (activation < 0 || activation >= TSR_ACTIVATION_COUNT) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: activation %d is unknown", activation);
+    return op_fail(a, TSR_INVALID_ARGUMENT);
+  }
   if (a->rank < 1 || b->rank < 1) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: ranks %d and %d (rank 0 has no matrix product)",
                   a->rank, b->rank);
@@ -227,19 +247,38 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
   sizes[rank - 1] = n;
   out = tsr_tensor_alloc("matmul", a->device, a->dtype, rank, sizes);
   if (out == NULL) goto done;
-  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, activation, bias != NULL};
   tsr_tensor *inputs[3] = {a2, b2, bias};
-  if (tsr_dispatch(TSR_OP_MATMUL, bias ? 3 : 2, inputs, 1, &out, &attrs) != TSR_OK) {
+  // While recording, an activation other than RELU runs as its own unary so
+  // that its rule sees the pre-activation values; RELU's derivative can be
+  // read from the output, so it stays fused.
+  tsr_activation_t fused = activation;
+  if (activation != TSR_ACTIVATION_NONE && activation != TSR_ACTIVATION_RELU &&
+      tsr_ag_should_record(bias ? 3 : 2, inputs)) {
+    fused = TSR_ACTIVATION_NONE;
+  }
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, fused, bias != NULL};
+  if (tsr_dispatch(TSR_OP_MATMUL, bias ? 3 : 2, inputs, 1, &out, &attrs) != TSR_OK ||
+      tsr_ag_record_matmul(out, a2, b2, bias, fused) != TSR_OK) {
     tsr_tensor_release(out);
     out = NULL;
     goto done;
+  }
+  if (fused != activation) {
+    static const tsr_unary_fn_t kUnaryOf[TSR_ACTIVATION_COUNT] = {
+        [TSR_ACTIVATION_GELU] = TSR_UNARY_GELU, [TSR_ACTIVATION_GELU_TANH] = TSR_UNARY_GELU_TANH,
+        [TSR_ACTIVATION_SIGMOID] = TSR_UNARY_SIGMOID, [TSR_ACTIVATION_TANH] = TSR_UNARY_TANH};
+    tsr_tensor *activated = tsr_unary(out, kUnaryOf[activation], 0.0);
+    tsr_tensor_release(out);
+    out = activated;
+    if (out == NULL) goto done;
   }
   if (a->rank == 1 || b->rank == 1) {
     uint32_t mask = (a->rank == 1 ? 1u << (rank - 2) : 0u) | (b->rank == 1 ? 1u << (rank - 1) : 0u);
     out = squeeze_mask(out, mask);
   }
 done:
-  tsr_tensor_release(a2);
-  tsr_tensor_release(b2);
+  // a2/b2 are new views (created here) or a/b retained.
+  if (a->rank == 1) tsr_tensor_release(a2); else tsr_tensor_unref(a2);
+  if (b->rank == 1) tsr_tensor_release(b2); else tsr_tensor_unref(b2);
   return out;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
 
@@ -113,11 +114,16 @@ tsr_tensor *tsr_tensor_to_device(const tsr_tensor *tensor, tsr_device *device) {
     result = tsr_tensor_from_host(device, tensor->dtype, tensor->rank, tensor->sizes, staging);
   }
   free(staging);
+  if (result != NULL && tsr_ag_record_cast(result, (tsr_tensor *)tensor) != TSR_OK) {
+    tsr_tensor_release(result);
+    return NULL;
+  }
   return result;
 }
 
 tsr_status tsr_fill_(tsr_tensor *tensor, double value) {
   if (tensor == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "fill_: tensor is NULL");
+  TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("fill_", tensor));
   tsr_fill_attrs attrs = {sizeof(attrs), value};
   return tsr_dispatch(TSR_OP_FILL, 0, NULL, 1, &tensor, &attrs);
 }
@@ -126,6 +132,7 @@ tsr_status tsr_copy_(tsr_tensor *dst, tsr_tensor *src) {
   if (dst == NULL || src == NULL) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "copy_: %s is NULL", dst ? "src" : "dst");
   }
+  TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("copy_", dst));
   tsr_tensor *inputs[1] = {src};
   return tsr_dispatch(dst->dtype == src->dtype ? TSR_OP_COPY : TSR_OP_CAST, 1, inputs, 1, &dst,
                       NULL);
@@ -136,11 +143,23 @@ tsr_tensor *tsr_contiguous(tsr_tensor *tensor) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "contiguous: tensor is NULL");
     return NULL;
   }
-  if (tsr_tensor_is_contiguous(tensor)) return tsr_tensor_retain(tensor);
-  tsr_tensor *out = tsr_tensor_alloc("contiguous", tensor->device, tensor->dtype, tensor->rank,
-                                     tensor->sizes);
-  if (out == NULL) return NULL;
-  if (tsr_copy_(out, tensor) != TSR_OK) {
+  tsr_tensor *out = NULL;
+  if (tsr_tensor_is_contiguous(tensor)) {
+    // A new handle rather than |tensor| retained, so that inside a scope the
+    // result belongs to the scope like every other result.
+    out = tsr_tensor_make(tensor->storage, tensor->dtype, tensor->rank, tensor->sizes,
+                          tensor->strides, tensor->offset);
+    if (out == NULL) return NULL;
+  } else {
+    out = tsr_tensor_alloc("contiguous", tensor->device, tensor->dtype, tensor->rank,
+                           tensor->sizes);
+    if (out == NULL) return NULL;
+    if (tsr_copy_(out, tensor) != TSR_OK) {
+      tsr_tensor_release(out);
+      return NULL;
+    }
+  }
+  if (tsr_ag_record_identity(out, tensor) != TSR_OK) {
     tsr_tensor_release(out);
     return NULL;
   }
@@ -155,7 +174,8 @@ tsr_tensor *tsr_cast(tsr_tensor *tensor, tsr_dtype_t dtype) {
   tsr_tensor *out = tsr_tensor_alloc("cast", tensor->device, dtype, tensor->rank, tensor->sizes);
   if (out == NULL) return NULL;
   tsr_tensor *inputs[1] = {tensor};
-  if (tsr_dispatch(TSR_OP_CAST, 1, inputs, 1, &out, NULL) != TSR_OK) {
+  if (tsr_dispatch(TSR_OP_CAST, 1, inputs, 1, &out, NULL) != TSR_OK ||
+      tsr_ag_record_cast(out, tensor) != TSR_OK) {
     tsr_tensor_release(out);
     return NULL;
   }

@@ -1,12 +1,20 @@
 // Views: new sizes, strides and offset over the same storage.
 #include <string.h>
 
+#include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
 
 static tsr_tensor *view_make(tsr_tensor *t, int32_t rank, const int64_t *sizes,
                              const int64_t *strides, int64_t offset) {
   return tsr_tensor_make(t->storage, t->dtype, rank, sizes, strides, offset);
+}
+
+// Hands |out| back once recorded (|status|), or fails.
+static tsr_tensor *view_recorded(tsr_tensor *out, tsr_status status) {
+  if (out == NULL || status == TSR_OK) return out;
+  tsr_tensor_release(out);
+  return NULL;
 }
 
 static tsr_tensor *view_fail(const tsr_tensor *t, tsr_status status) {
@@ -116,7 +124,8 @@ tsr_tensor *tsr_view(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
                   "view: the strides of this tensor do not allow the shape; use tsr_reshape");
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
-  return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  return view_recorded(out, out ? tsr_ag_record_reshape(out, tensor) : TSR_OK);
 }
 
 tsr_tensor *tsr_reshape(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
@@ -129,7 +138,8 @@ tsr_tensor *tsr_reshape(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) 
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
   if (strides_for_view(tensor, rank, new_sizes, strides)) {
-    return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+    tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+    return view_recorded(out, out ? tsr_ag_record_reshape(out, tensor) : TSR_OK);
   }
   tsr_tensor *packed = tsr_contiguous(tensor);
   if (packed == NULL) return NULL;
@@ -156,7 +166,10 @@ tsr_tensor *tsr_transpose(tsr_tensor *tensor, int32_t dim0, int32_t dim1) {
   sizes[b] = tensor->sizes[a];
   strides[a] = tensor->strides[b];
   strides[b] = tensor->strides[a];
-  return view_make(tensor, tensor->rank, sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, tensor->rank, sizes, strides, tensor->offset);
+  int32_t dims[TSR_MAX_RANK];
+  for (int32_t d = 0; d < tensor->rank; ++d) dims[d] = d == a ? b : d == b ? a : d;
+  return view_recorded(out, out ? tsr_ag_record_permute(out, tensor, dims) : TSR_OK);
 }
 
 tsr_tensor *tsr_permute(tsr_tensor *tensor, int32_t rank, const int32_t *dims) {
@@ -181,7 +194,8 @@ tsr_tensor *tsr_permute(tsr_tensor *tensor, int32_t rank, const int32_t *dims) {
     sizes[d] = tensor->sizes[src];
     strides[d] = tensor->strides[src];
   }
-  return view_make(tensor, rank, sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, sizes, strides, tensor->offset);
+  return view_recorded(out, out ? tsr_ag_record_permute(out, tensor, dims) : TSR_OK);
 }
 
 tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t end, int64_t step) {
@@ -208,7 +222,8 @@ tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t en
   sizes[d] = (end - start + step - 1) / step;
   strides[d] = tensor->strides[d] * step;
   int64_t offset = tensor->offset + (sizes[d] > 0 ? start * tensor->strides[d] : 0);
-  return view_make(tensor, tensor->rank, sizes, strides, offset);
+  tsr_tensor *out = view_make(tensor, tensor->rank, sizes, strides, offset);
+  return view_recorded(out, out ? tsr_ag_record_slice(out, tensor, d, start, step) : TSR_OK);
 }
 
 tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
@@ -236,5 +251,6 @@ tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
     new_sizes[d] = want;
     strides[d] = (src >= 0 && have == want) ? tensor->strides[src] : 0;
   }
-  return view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  return view_recorded(out, out ? tsr_ag_record_expand(out, tensor) : TSR_OK);
 }

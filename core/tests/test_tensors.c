@@ -304,12 +304,17 @@ static void test_expand_broadcasts_size_one_dims_with_stride_zero(void **state) 
   tsr_tensor_release(b);
 }
 
-static void test_contiguous_of_a_contiguous_tensor_is_the_same_handle(void **state) {
+// A new handle (so that a scope owns it like any result) over the same
+// storage, offset and strides: no copy.
+static void test_contiguous_of_a_contiguous_tensor_shares_its_storage(void **state) {
   fixture *f = *state;
   tsr_tensor *a = iota(f->device, 2, (int64_t[]){2, 3});
   tsr_tensor *c = tsr_contiguous(a);
-  assert_ptr_equal(c, a);
-  tsr_tensor_release(c);  // the extra reference it gave
+  assert_ptr_not_equal(c, a);
+  assert_true(tsr_tensor_shares_storage(c, a));
+  assert_int_equal(tsr_tensor_offset(c), tsr_tensor_offset(a));
+  assert_memory_equal(tsr_tensor_strides(c), tsr_tensor_strides(a), 2 * sizeof(int64_t));
+  tsr_tensor_release(c);
   tsr_tensor *t = tsr_transpose(a, 0, 1);
   CHECK_TENSOR(t);
   tsr_tensor *ct = tsr_contiguous(t);
@@ -562,7 +567,7 @@ int main(void) {
       cmocka_unit_test(test_permute_reorders_sizes_and_strides_and_rejects_repeated_dims),
       cmocka_unit_test(test_slice_sets_offset_size_and_stride_and_clamps_like_python),
       cmocka_unit_test(test_expand_broadcasts_size_one_dims_with_stride_zero),
-      cmocka_unit_test(test_contiguous_of_a_contiguous_tensor_is_the_same_handle),
+      cmocka_unit_test(test_contiguous_of_a_contiguous_tensor_shares_its_storage),
       cmocka_unit_test(test_is_contiguous_ignores_the_stride_of_size_one_dims),
       cmocka_unit_test(test_size_and_stride_count_negative_dims_from_the_end),
       cmocka_unit_test(test_tensor_creation_rejects_bad_shapes_with_a_message),

@@ -130,6 +130,28 @@ TSR_API tsr_status tsr_context_rejected_get(const tsr_context *context, int32_t 
                                             tsr_rejected_plugin *out_rejected);
 
 // ---------------------------------------------------------------------------
+// Random numbers and determinism. The context holds a seed and an offset into
+// the counter-based RNG (RNG_FILL, Philox-4x32-10): every random tensor claims
+// numel counters, so the numbers depend only on the seed and the order of the
+// calls, never on the device, thread count or strides.
+
+// Sets the seed and resets the offset to 0. Thread-safe.
+TSR_API tsr_status tsr_context_seed_set(tsr_context *context, uint64_t seed);
+TSR_API uint64_t tsr_context_seed(const tsr_context *context);
+// The next counter the context hands out; writable to restore a checkpoint.
+// Thread-safe.
+TSR_API uint64_t tsr_context_rng_offset(const tsr_context *context);
+TSR_API tsr_status tsr_context_rng_offset_set(tsr_context *context, uint64_t offset);
+// Claims |count| counters and returns the first; the caller passes it as
+// RNG_FILL's offset. Thread-safe (atomic).
+TSR_API uint64_t tsr_context_rng_claim(tsr_context *context, uint64_t count);
+// While on, every plan is created with TSR_PLAN_REQUIRE_DETERMINISM: a plugin
+// that cannot make an op bit-reproducible refuses the plan (and the fallback
+// policy decides). Off by default. Thread-safe.
+TSR_API tsr_status tsr_context_deterministic_set(tsr_context *context, int enabled);
+TSR_API int tsr_context_deterministic(const tsr_context *context);
+
+// ---------------------------------------------------------------------------
 // Devices. Owned by the context; valid until it is destroyed. Thread-safe.
 
 TSR_API int32_t tsr_context_device_count(const tsr_context *context);
@@ -256,6 +278,52 @@ TSR_API tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *
 TSR_API tsr_tensor *tsr_contiguous(tsr_tensor *tensor);
 
 // ---------------------------------------------------------------------------
+// Scopes. Between tsr_scope_begin and tsr_scope_end, every tensor handle the
+// calling thread creates belongs to the innermost open scope: tsr_scope_end
+// releases each one not released already, so a training loop body needs no
+// tsr_tensor_release calls. To keep a result past the scope, take it with
+// tsr_scope_keep. Releasing a scope tensor inside the scope is allowed (it
+// hands back the scope's reference). Scopes are per thread and nest; handles
+// made by other threads are not affected. Keep a scope tensor with
+// tsr_scope_keep rather than tsr_tensor_retain: inside its scope,
+// tsr_tensor_release of a scope tensor always gives up the scope's reference.
+
+// Opens a scope on the calling thread and returns its mark. Thread-safe (per thread).
+TSR_API size_t tsr_scope_begin(void);
+// Releases the handles created since |mark| (in reverse order) and closes the
+// scopes opened since. Thread-safe (per thread).
+TSR_API void tsr_scope_end(size_t mark);
+// Takes |tensor| out of its scope: the caller now owns that reference and
+// releases it. A tensor outside any scope is returned unchanged. Returns |tensor|.
+TSR_API tsr_tensor *tsr_scope_keep(tsr_tensor *tensor);
+// Number of handles the calling thread's open scopes hold.
+TSR_API size_t tsr_scope_size(void);
+
+
+// Creation. All return a new contiguous tensor (caller's reference) or NULL.
+TSR_API tsr_tensor *tsr_zeros(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                              const int64_t *sizes);
+TSR_API tsr_tensor *tsr_ones(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes);
+// A new tensor of |like|'s device, dtype and sizes, filled with |value|.
+TSR_API tsr_tensor *tsr_full_like(const tsr_tensor *like, double value);
+// [start, start + step, ...) below |end| (above it for a negative step), 1-D.
+TSR_API tsr_tensor *tsr_arange(tsr_device *device, tsr_dtype_t dtype, double start, double end,
+                               double step);
+// Uniform on [low, high) and normal(mean, std) from the device's context RNG
+// (claims numel counters). float dtypes. Thread-safe.
+TSR_API tsr_tensor *tsr_rand(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                             const int64_t *sizes, double low, double high);
+TSR_API tsr_tensor *tsr_randn(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
+                              const int64_t *sizes, double mean, double std);
+// Fills |tensor| from the context RNG (RNG_FILL with a claimed offset).
+TSR_API tsr_status tsr_rng_fill_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
+                                 double a, double b);
+// Fills |tensor| with RNG_FILL at an explicit |seed| and |offset|.
+TSR_API tsr_status tsr_rng_fill_seeded_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
+                                        double a, double b, uint64_t seed, uint64_t offset);
+
+// ---------------------------------------------------------------------------
 // Ops. Inputs must live on one device; the result lives there too.
 
 // Runs catalogue op |op| with preallocated |outputs|. The low-level entry
@@ -298,6 +366,77 @@ TSR_API tsr_tensor *tsr_arg_reduce(tsr_tensor *x, tsr_arg_reduce_fn_t fn, int32_
 TSR_API tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
                                   tsr_activation_t activation);
 
+// Convolution (NCHW). |attrs| NULL means stride 1, no padding, dilation 1,
+// one group, no activation; attrs->has_bias is taken from |bias| != NULL.
+TSR_API tsr_tensor *tsr_conv2d(tsr_tensor *x, tsr_tensor *w, tsr_tensor *bias,
+                               const tsr_conv2d_attrs *attrs);
+// dx of sizes |x_sizes| [4] from dy and w.
+TSR_API tsr_tensor *tsr_conv2d_backward_data(tsr_tensor *dy, tsr_tensor *w,
+                                             const int64_t *x_sizes,
+                                             const tsr_conv2d_attrs *attrs);
+// dw of sizes |w_sizes| [4] and, when |out_dbias| is not NULL, dbias [O].
+TSR_API tsr_status tsr_conv2d_backward_filter(tsr_tensor *dy, tsr_tensor *x,
+                                              const int64_t *w_sizes,
+                                              const tsr_conv2d_attrs *attrs, tsr_tensor **out_dw,
+                                              tsr_tensor **out_dbias);
+// Pooling; output sizes from the attrs (floor or ceil_mode). For MAX the
+// int64 indices go to |out_indices| when it is not NULL (caller's reference).
+TSR_API tsr_tensor *tsr_pool2d(tsr_tensor *x, const tsr_pool2d_attrs *attrs,
+                               tsr_tensor **out_indices);
+// dx of sizes |x_sizes| [4]; |indices| for MAX, NULL for AVG.
+TSR_API tsr_tensor *tsr_pool2d_backward(tsr_tensor *dy, tsr_tensor *indices,
+                                        const int64_t *x_sizes, const tsr_pool2d_attrs *attrs);
+// Square-window conveniences: kernel k, stride s, padding p on both sides.
+TSR_API tsr_tensor *tsr_max_pool2d(tsr_tensor *x, int64_t k, int64_t s, int64_t p);
+TSR_API tsr_tensor *tsr_avg_pool2d(tsr_tensor *x, int64_t k, int64_t s, int64_t p);
+TSR_API tsr_tensor *tsr_softmax(tsr_tensor *x, int32_t axis);
+TSR_API tsr_tensor *tsr_log_softmax(tsr_tensor *x, int32_t axis);
+TSR_API tsr_tensor *tsr_softmax_backward(tsr_tensor *dy, tsr_tensor *y, int32_t axis, int log);
+// Layer norm over axes [axis, rank). gamma and beta may both be NULL. mean and
+// rstd go to |out_mean| / |out_rstd| when not NULL.
+TSR_API tsr_tensor *tsr_layer_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta,
+                                   int32_t axis, double eps, tsr_tensor **out_mean,
+                                   tsr_tensor **out_rstd);
+// dx to |out_dx|; with |gamma|, dgamma and dbeta to |out_dgamma| / |out_dbeta|
+// (then required). Caller's references.
+TSR_API tsr_status tsr_layer_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *mean,
+                                           tsr_tensor *rstd, tsr_tensor *gamma, int32_t axis,
+                                           double eps, tsr_tensor **out_dx,
+                                           tsr_tensor **out_dgamma, tsr_tensor **out_dbeta);
+// Batch norm over [N, C, ...]; in training the running statistics are
+// updated in place. save_mean / save_invstd go to the out_ pointers when not NULL.
+TSR_API tsr_tensor *tsr_batch_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta,
+                                   tsr_tensor *running_mean, tsr_tensor *running_var,
+                                   int training, double momentum, double eps,
+                                   tsr_tensor **out_save_mean, tsr_tensor **out_save_invstd);
+TSR_API tsr_status tsr_batch_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *gamma,
+                                           tsr_tensor *save_mean, tsr_tensor *save_invstd,
+                                           int training, double eps, tsr_tensor **out_dx,
+                                           tsr_tensor **out_dgamma, tsr_tensor **out_dbeta);
+TSR_API tsr_tensor *tsr_concat(int32_t count, tsr_tensor *const *xs, int32_t axis);
+TSR_API tsr_tensor *tsr_pad(tsr_tensor *x, const tsr_pad_attrs *attrs);
+// out = x with |axis| re-indexed by |index| (int32/int64, 1-D).
+TSR_API tsr_tensor *tsr_gather(tsr_tensor *x, int32_t axis, tsr_tensor *index);
+// A copy of |base| with |src| added at |index| along |axis|.
+TSR_API tsr_tensor *tsr_scatter_add(tsr_tensor *base, int32_t axis, tsr_tensor *index,
+                                    tsr_tensor *src);
+// In place: out[..., index[k], ...] += src[..., k, ...].
+TSR_API tsr_status tsr_scatter_add_(tsr_tensor *out, int32_t axis, tsr_tensor *index,
+                                    tsr_tensor *src);
+// Cross-entropy of logits [N, C] against int64 targets [N]. lse [N] float32
+// to |out_lse| when not NULL.
+TSR_API tsr_tensor *tsr_cross_entropy(tsr_tensor *logits, tsr_tensor *target,
+                                      const tsr_cross_entropy_attrs *attrs, tsr_tensor **out_lse);
+TSR_API tsr_tensor *tsr_cross_entropy_backward(tsr_tensor *dloss, tsr_tensor *logits,
+                                               tsr_tensor *target, tsr_tensor *lse,
+                                               const tsr_cross_entropy_attrs *attrs);
+// Fused optimizer updates, in place. |momentum_buf| may be NULL when
+// attrs->momentum == 0.
+TSR_API tsr_status tsr_sgd_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *momentum_buf,
+                                   const tsr_sgd_attrs *attrs);
+TSR_API tsr_status tsr_adam_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *exp_avg,
+                                    tsr_tensor *exp_avg_sq, const tsr_adam_attrs *attrs);
+
 static inline tsr_tensor *tsr_add(tsr_tensor *a, tsr_tensor *b) { return tsr_binary(a, b, TSR_BINARY_ADD, 1.0); }
 static inline tsr_tensor *tsr_sub(tsr_tensor *a, tsr_tensor *b) { return tsr_binary(a, b, TSR_BINARY_SUB, 1.0); }
 static inline tsr_tensor *tsr_mul(tsr_tensor *a, tsr_tensor *b) { return tsr_binary(a, b, TSR_BINARY_MUL, 1.0); }
@@ -311,9 +450,18 @@ static inline tsr_tensor *tsr_sum(tsr_tensor *x, int32_t num_axes, const int32_t
 static inline tsr_tensor *tsr_mean(tsr_tensor *x, int32_t num_axes, const int32_t *axes, int keepdim) { return tsr_reduce(x, TSR_REDUCE_MEAN, num_axes, axes, keepdim); }
 static inline tsr_tensor *tsr_argmax(tsr_tensor *x, int32_t axis, int keepdim) { return tsr_arg_reduce(x, TSR_ARG_REDUCE_ARGMAX, axis, keepdim); }
 static inline tsr_tensor *tsr_matmul(tsr_tensor *a, tsr_tensor *b) { return tsr_matmul_ex(a, b, NULL, TSR_ACTIVATION_NONE); }
+static inline tsr_tensor *tsr_sigmoid(tsr_tensor *x) { return tsr_unary(x, TSR_UNARY_SIGMOID, 0.0); }
+static inline tsr_tensor *tsr_tanh(tsr_tensor *x) { return tsr_unary(x, TSR_UNARY_TANH, 0.0); }
+static inline tsr_tensor *tsr_logarithm(tsr_tensor *x) { return tsr_unary(x, TSR_UNARY_LOG, 0.0); }
+static inline tsr_tensor *tsr_square(tsr_tensor *x) { return tsr_unary(x, TSR_UNARY_SQUARE, 0.0); }
+static inline tsr_tensor *tsr_gelu(tsr_tensor *x) { return tsr_unary(x, TSR_UNARY_GELU, 0.0); }
 
 #ifdef __cplusplus
 }  // extern "C"
 #endif
+
+#include "tessera/autograd.h"
+#include "tessera/nn.h"
+#include "tessera/optim.h"
 
 #endif  // TESSERA_TESSERA_H_
