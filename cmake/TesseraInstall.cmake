@@ -31,6 +31,9 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/abi.h
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/ops.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/tessera.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/autograd.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/nn.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/optim.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
 
 # tessera_abi travels in the export set because tessera links it publicly

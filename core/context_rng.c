@@ -3,7 +3,8 @@
 #include "runtime.h"
 
 tsr_status tsr_context_seed_set(tsr_context *context, uint64_t seed) {
-  if (context == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "context_seed_set: context is NULL");
+  if (context == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "context_seed_set: context is NULL");
   atomic_store(&context->rng_seed, seed);
   atomic_store(&context->rng_offset, 0);
   return TSR_OK;

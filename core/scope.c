@@ -15,8 +15,8 @@ typedef struct tsr_scope_stack {
   size_t count;
   size_t capacity;
   size_t marks[TSR_SCOPE_MAX_DEPTH];
-  int32_t depth;       // open scopes
-  int32_t suspended;   // library code creating tensors it manages itself
+  int32_t depth;      // open scopes
+  int32_t suspended;  // library code creating tensors it manages itself
 } tsr_scope_stack;
 
 static TSR_HOT_TLS tsr_scope_stack tls_scopes;
@@ -53,11 +53,17 @@ static void scope_detach(tsr_tensor *tensor) {
   tensor->scope_owner = NULL;
 }
 
-void tsr_scope_forget(tsr_tensor *tensor) { scope_detach(tensor); }
+void tsr_scope_forget(tsr_tensor *tensor) {
+  scope_detach(tensor);
+}
 
-int tsr_scope_suspend(void) { return tls_scopes.suspended++; }
+int tsr_scope_suspend(void) {
+  return tls_scopes.suspended++;
+}
 
-void tsr_scope_resume(int previous) { tls_scopes.suspended = previous; }
+void tsr_scope_resume(int previous) {
+  tls_scopes.suspended = previous;
+}
 
 size_t tsr_scope_begin(void) {
   tsr_scope_stack *s = &tls_scopes;

@@ -36,9 +36,13 @@ int tsr_grad_mode_set(int enabled) {
   return previous;
 }
 
-int tsr_grad_mode(void) { return !tls_grad_disabled; }
+int tsr_grad_mode(void) {
+  return !tls_grad_disabled;
+}
 
-static tsr_ag_node *node_of(const tsr_tensor *t) { return (tsr_ag_node *)t->grad_fn; }
+static tsr_ag_node *node_of(const tsr_tensor *t) {
+  return (tsr_ag_node *)t->grad_fn;
+}
 
 // --- node lifetime ------------------------------------------------------------
 
@@ -52,7 +56,9 @@ static void free_list_trim(void *unused) {
   tls_free_node_count = 0;
 }
 
-static void exit_key_create(void) { pthread_key_create(&g_exit_key, free_list_trim); }
+static void exit_key_create(void) {
+  pthread_key_create(&g_exit_key, free_list_trim);
+}
 
 // Drops the node's references to tensors. Releasing an input may free the
 // node that produced it; that one goes on the queue.
@@ -89,10 +95,12 @@ static void node_recycle(tsr_ag_node *n) {
 
 static void node_release(tsr_grad_fn *fn) {
   tsr_ag_node *n = (tsr_ag_node *)fn;
-  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1) return;
+  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
+    return;
   n->next_free = tls_release_queue;
   tls_release_queue = n;
-  if (tls_releasing) return;
+  if (tls_releasing)
+    return;
   tls_releasing = 1;
   while ((n = tls_release_queue) != NULL) {
     tls_release_queue = n->next_free;
@@ -109,7 +117,8 @@ static tsr_ag_node *node_alloc(void) {
     --tls_free_node_count;
   } else {
     n = malloc(sizeof(*n));
-    if (n == NULL) return NULL;
+    if (n == NULL)
+      return NULL;
   }
   n->base.release = node_release;
   atomic_init(&n->refs, 1);
@@ -129,9 +138,11 @@ static tsr_ag_node *node_alloc(void) {
 // --- recording ----------------------------------------------------------------
 
 int tsr_ag_should_record(int32_t num_inputs, tsr_tensor *const *inputs) {
-  if (tls_grad_disabled) return 0;
+  if (tls_grad_disabled)
+    return 0;
   for (int32_t i = 0; i < num_inputs; ++i) {
-    if (inputs[i] != NULL && inputs[i]->requires_grad) return 1;
+    if (inputs[i] != NULL && inputs[i]->requires_grad)
+      return 1;
   }
   return 0;
 }
@@ -156,9 +167,11 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
     tsr_tensor *t = inputs[i];
     n->inputs[i] = tsr_tensor_retain(t);
     n->input_versions[i] = t ? atomic_load(&t->storage->version) : 0;
-    if (t == NULL || !t->requires_grad) continue;
+    if (t == NULL || !t->requires_grad)
+      continue;
     n->needs_grad |= 1u << i;
-    if (t->grad_fn != NULL && node_of(t)->depth > depth) depth = node_of(t)->depth;
+    if (t->grad_fn != NULL && node_of(t)->depth > depth)
+      depth = node_of(t)->depth;
   }
   n->depth = depth + 1;
   n->seq = ++tls_seq;
@@ -169,7 +182,8 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
   memcpy(n->out_sizes, out->sizes, sizeof(n->out_sizes));
   out->grad_fn = &n->base;
   out->requires_grad = 1;
-  if (out_node != NULL) *out_node = n;
+  if (out_node != NULL)
+    *out_node = n;
   return TSR_OK;
 }
 
@@ -179,17 +193,19 @@ tsr_status tsr_ag_node_save(tsr_ag_node *node, const tsr_tensor *tensor) {
                          tensor ? "more tensors" : "a NULL tensor");
   }
   int previous = tsr_scope_suspend();
-  tsr_tensor *alias = tsr_tensor_make(tensor->storage, tensor->dtype, tensor->rank,
-                                      tensor->sizes, tensor->strides, tensor->offset);
+  tsr_tensor *alias = tsr_tensor_make(tensor->storage, tensor->dtype, tensor->rank, tensor->sizes,
+                                      tensor->strides, tensor->offset);
   tsr_scope_resume(previous);
-  if (alias == NULL) return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "%s", tsr_error_message());
+  if (alias == NULL)
+    return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "%s", tsr_error_message());
   node->saved_versions[node->num_saved] = atomic_load(&tensor->storage->version);
   node->saved[node->num_saved++] = alias;
   return TSR_OK;
 }
 
 tsr_status tsr_ag_check_inplace(const char *what, const tsr_tensor *tensor) {
-  if (tls_grad_disabled || tensor == NULL || !tensor->requires_grad) return TSR_OK;
+  if (tls_grad_disabled || tensor == NULL || !tensor->requires_grad)
+    return TSR_OK;
   return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
                   "%s: in-place write to a tensor that requires grad while grad mode is on "
                   "(use tsr_grad_mode_set(0) or write to a detached tensor)",
@@ -199,7 +215,8 @@ tsr_status tsr_ag_check_inplace(const char *what, const tsr_tensor *tensor) {
 tsr_tensor *tsr_ag_reduce_to(tsr_tensor *grad, int32_t rank, const int64_t *sizes) {
   int same = grad->rank == rank;
   for (int32_t d = 0; same && d < rank; ++d) same = grad->sizes[d] == sizes[d];
-  if (same) return tsr_tensor_retain(grad);
+  if (same)
+    return tsr_tensor_retain(grad);
   int32_t shift = grad->rank - rank;
   if (shift < 0) {
     tsr_fail(grad->device, TSR_INTERNAL, "autograd: gradient of rank %d for an input of rank %d",
@@ -220,7 +237,8 @@ tsr_tensor *tsr_ag_reduce_to(tsr_tensor *grad, int32_t rank, const int64_t *size
     }
   }
   tsr_tensor *summed = tsr_reduce(grad, TSR_REDUCE_SUM, count, axes, 1);
-  if (summed == NULL) return NULL;
+  if (summed == NULL)
+    return NULL;
   tsr_tensor *shaped = tsr_view(summed, rank, sizes);
   tsr_tensor_release(summed);
   return shaped;
@@ -278,7 +296,8 @@ tsr_tensor *tsr_tensor_grad(const tsr_tensor *tensor) {
 }
 
 tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
-  if (tensor == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_grad_set: tensor is NULL");
+  if (tensor == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_grad_set: tensor is NULL");
   if (grad != NULL) {
     int same = grad->rank == tensor->rank && grad->dtype == tensor->dtype &&
                grad->device == tensor->device;
@@ -291,8 +310,9 @@ tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
     int previous = tsr_scope_suspend();
     grad = plain_alias(grad);
     tsr_scope_resume(previous);
-    if (grad == NULL) return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "tensor_grad_set: %s",
-                                      tsr_error_message());
+    if (grad == NULL)
+      return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "tensor_grad_set: %s",
+                      tsr_error_message());
   }
   tsr_tensor *old = tensor->grad;
   tensor->grad = grad;
@@ -317,11 +337,13 @@ static TSR_HOT_TLS tsr_ag_node **tls_stack;
 static TSR_HOT_TLS size_t tls_stack_cap;
 
 static int array_reserve(tsr_ag_node ***array, size_t *cap, size_t need) {
-  if (need <= *cap) return 1;
+  if (need <= *cap)
+    return 1;
   size_t cap2 = *cap ? *cap : 256;
   while (cap2 < need) cap2 *= 2;
   tsr_ag_node **grown = realloc(*array, cap2 * sizeof(**array));
-  if (grown == NULL) return 0;
+  if (grown == NULL)
+    return 0;
   *array = grown;
   *cap = cap2;
   return 1;
@@ -329,8 +351,10 @@ static int array_reserve(tsr_ag_node ***array, size_t *cap, size_t need) {
 
 static int order_compare(const void *pa, const void *pb) {
   const tsr_ag_node *a = *(tsr_ag_node *const *)pa, *b = *(tsr_ag_node *const *)pb;
-  if (a->depth != b->depth) return a->depth > b->depth ? -1 : 1;
-  if (a->seq != b->seq) return a->seq > b->seq ? -1 : 1;
+  if (a->depth != b->depth)
+    return a->depth > b->depth ? -1 : 1;
+  if (a->seq != b->seq)
+    return a->seq > b->seq ? -1 : 1;
   return 0;
 }
 
@@ -343,7 +367,8 @@ static tsr_status grad_accumulate(tsr_tensor **slot, tsr_tensor *g) {
   }
   tsr_tensor *sum = tsr_add(*slot, g);
   tsr_tensor_release(g);
-  if (sum == NULL) return tsr_error_status();
+  if (sum == NULL)
+    return tsr_error_status();
   tsr_tensor_release(*slot);
   *slot = sum;
   return TSR_OK;
@@ -352,7 +377,8 @@ static tsr_status grad_accumulate(tsr_tensor **slot, tsr_tensor *g) {
 // A leaf's gradient is its own contiguous tensor, so that a user or an
 // optimizer may update it in place without touching another tensor.
 static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
-  if (leaf->grad != NULL) return grad_accumulate(&leaf->grad, g);
+  if (leaf->grad != NULL)
+    return grad_accumulate(&leaf->grad, g);
   tsr_tensor *own = g;
   int shared = atomic_load(&g->refs) > 1 || atomic_load(&g->storage->refs) > 1 ||
                !tsr_tensor_is_contiguous(g) || g->offset != 0 || g->grad_fn != NULL;
@@ -372,7 +398,8 @@ static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
 static tsr_status check_versions(const tsr_ag_node *n) {
   for (int32_t i = 0; i < n->num_inputs; ++i) {
     const tsr_tensor *t = n->inputs[i];
-    if (t == NULL || !((n->reads_inputs >> i) & 1u)) continue;
+    if (t == NULL || !((n->reads_inputs >> i) & 1u))
+      continue;
     if (atomic_load(&t->storage->version) != n->input_versions[i]) {
       return tsr_fail(t->device, TSR_INVALID_ARGUMENT,
                       "backward: input %d of %s was modified in place after it was recorded; "
@@ -395,7 +422,8 @@ static tsr_status shape_check(const tsr_ag_node *n, int32_t i, const tsr_tensor 
   const tsr_tensor *t = n->inputs[i];
   int same = g->rank == t->rank && g->dtype == t->dtype;
   for (int32_t d = 0; same && d < g->rank; ++d) same = g->sizes[d] == t->sizes[d];
-  if (same) return TSR_OK;
+  if (same)
+    return TSR_OK;
   return tsr_fail(t->device, TSR_INTERNAL,
                   "backward: the rule of %s gave input %d a gradient of rank %d dtype %d for a "
                   "tensor of rank %d dtype %d",
@@ -406,12 +434,14 @@ static tsr_status shape_check(const tsr_ag_node *n, int32_t i, const tsr_tensor 
 static tsr_status collect(tsr_ag_node *root, size_t *out_count) {
   int pass = atomic_fetch_add(&g_pass, 1);
   size_t count = 0, top = 0;
-  if (!array_reserve(&tls_stack, &tls_stack_cap, 1)) goto oom;
+  if (!array_reserve(&tls_stack, &tls_stack_cap, 1))
+    goto oom;
   tls_stack[top++] = root;
   root->visit = pass;
   while (top > 0) {
     tsr_ag_node *n = tls_stack[--top];
-    if (!array_reserve(&tls_order, &tls_order_cap, count + 1)) goto oom;
+    if (!array_reserve(&tls_order, &tls_order_cap, count + 1))
+      goto oom;
     atomic_fetch_add(&n->refs, 1);
     tls_order[count++] = n;
     if (n->released) {
@@ -424,9 +454,11 @@ static tsr_status collect(tsr_ag_node *root, size_t *out_count) {
     }
     for (int32_t i = 0; i < n->num_inputs; ++i) {
       tsr_tensor *t = n->inputs[i];
-      if (t == NULL || t->grad_fn == NULL || !tsr_ag_needs_grad(n, i)) continue;
+      if (t == NULL || t->grad_fn == NULL || !tsr_ag_needs_grad(n, i))
+        continue;
       tsr_ag_node *c = node_of(t);
-      if (c->visit == pass) continue;
+      if (c->visit == pass)
+        continue;
       c->visit = pass;
       if (!array_reserve(&tls_stack, &tls_stack_cap, top + 1)) {
         *out_count = count;
@@ -448,13 +480,16 @@ static tsr_status run_node(tsr_ag_node *n, uint32_t flags) {
   if (dy != NULL) {
     status = check_versions(n);
     tsr_tensor *dx[TSR_MAX_OPERANDS] = {0};
-    if (status == TSR_OK) status = n->backward(n, dy, dx);
+    if (status == TSR_OK)
+      status = n->backward(n, dy, dx);
     tsr_tensor_release(dy);
     for (int32_t i = 0; i < n->num_inputs; ++i) {
       tsr_tensor *g = dx[i];
-      if (g == NULL) continue;
+      if (g == NULL)
+        continue;
       tsr_tensor *t = n->inputs[i];
-      if (status == TSR_OK && tsr_ag_needs_grad(n, i)) status = shape_check(n, i, g);
+      if (status == TSR_OK && tsr_ag_needs_grad(n, i))
+        status = shape_check(n, i, g);
       if (status != TSR_OK || !tsr_ag_needs_grad(n, i)) {
         tsr_tensor_release(g);
         continue;
@@ -474,7 +509,8 @@ static tsr_status run_node(tsr_ag_node *n, uint32_t flags) {
 }
 
 tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
-  if (root == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "backward: root is NULL");
+  if (root == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "backward: root is NULL");
   if (!root->requires_grad) {
     return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
                     "backward: the root does not require grad (no input of the ops that made "
@@ -489,8 +525,8 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
                     (long long)tsr_tensor_numel(root));
   }
   if (grad != NULL) {
-    int same = grad->rank == root->rank && grad->dtype == root->dtype &&
-               grad->device == root->device;
+    int same =
+        grad->rank == root->rank && grad->dtype == root->dtype && grad->device == root->device;
     for (int32_t d = 0; same && d < grad->rank; ++d) same = grad->sizes[d] == root->sizes[d];
     if (!same) {
       return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
@@ -500,9 +536,9 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
   int mode = tsr_grad_mode_set(0);
   int scope = tsr_scope_suspend();
   tsr_status status = TSR_OK;
-  tsr_tensor *seed = grad != NULL ? plain_alias(grad)
-                                  : tsr_tensor_full(root->device, root->dtype, root->rank,
-                                                    root->sizes, 1.0);
+  tsr_tensor *seed = grad != NULL
+                         ? plain_alias(grad)
+                         : tsr_tensor_full(root->device, root->dtype, root->rank, root->sizes, 1.0);
   if (seed == NULL) {
     status = tsr_error_status();
     goto done;
@@ -532,6 +568,7 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
 done:
   tsr_scope_resume(scope);
   tsr_grad_mode_set(mode);
-  if (status != TSR_OK) tsr_context_fail(root->device->owner, status);
+  if (status != TSR_OK)
+    tsr_context_fail(root->device->owner, status);
   return status;
 }

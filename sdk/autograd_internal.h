@@ -41,22 +41,22 @@ typedef tsr_status (*tsr_ag_backward_fn)(const tsr_ag_node *node, tsr_tensor *dy
                                          tsr_tensor **out_dx);
 
 struct tsr_ag_node {
-  tsr_grad_fn base;            // first: the core releases through it
-  atomic_int refs;             // the output tensor's reference + children's
+  tsr_grad_fn base;  // first: the core releases through it
+  atomic_int refs;   // the output tensor's reference + children's
   int32_t num_inputs;
   int32_t num_saved;
-  uint32_t needs_grad;         // bit i: input i requires grad
+  uint32_t needs_grad;  // bit i: input i requires grad
   // Bit i: the rule reads input i's values, so tsr_backward checks that its
   // storage version did not change (all bits by default; a rule that only
   // routes gradients, like add's, clears them).
   uint32_t reads_inputs;
-  int64_t depth;               // 1 + the deepest input node: reverse order key
-  uint64_t seq;                // recording order on the thread: ties of depth
-  const char *name;            // static storage, "matmul"
+  int64_t depth;     // 1 + the deepest input node: reverse order key
+  uint64_t seq;      // recording order on the thread: ties of depth
+  const char *name;  // static storage, "matmul"
   tsr_ag_backward_fn backward;
-  tsr_tensor *inputs[TSR_MAX_OPERANDS];     // retained
+  tsr_tensor *inputs[TSR_MAX_OPERANDS];  // retained
   uint64_t input_versions[TSR_MAX_OPERANDS];
-  tsr_tensor *saved[TSR_AG_MAX_SAVED];      // retained detached handles
+  tsr_tensor *saved[TSR_AG_MAX_SAVED];  // retained detached handles
   uint64_t saved_versions[TSR_AG_MAX_SAVED];
   // The output's sizes and dtype (the output itself is not referenced).
   int32_t out_rank;
@@ -67,8 +67,8 @@ struct tsr_ag_node {
   int64_t ints[8];
   double reals[4];
   // Backward bookkeeping (autograd.c).
-  tsr_tensor *grad;            // accumulated gradient of the output
-  int32_t released;            // saved state freed by a backward pass
+  tsr_tensor *grad;  // accumulated gradient of the output
+  int32_t released;  // saved state freed by a backward pass
   int32_t visit;
   struct tsr_ag_node *next_free;
 };

@@ -1,18 +1,21 @@
 // Backward rules of the elementwise, reduction, matmul and view functions.
 // Rules run with grad mode off; each writes the gradient of every input that
 // needs one with that input's sizes (autograd_internal.h).
+#include "autograd_rules.h"
+
 #include <string.h>
 
-#include "autograd_rules.h"
 #include "error.h"
 
 // --- helpers --------------------------------------------------------------------
 
 // t * c for a scalar c (a rank-0 constant broadcast by MUL).
 static tsr_tensor *scale(tsr_tensor *t, double c) {
-  if (c == 1.0) return tsr_detach(t);
+  if (c == 1.0)
+    return tsr_detach(t);
   tsr_tensor *k = tsr_tensor_full(t->device, t->dtype, 0, NULL, c);
-  if (k == NULL) return NULL;
+  if (k == NULL)
+    return NULL;
   tsr_tensor *r = tsr_mul(t, k);
   tsr_tensor_release(k);
   return r;
@@ -20,7 +23,8 @@ static tsr_tensor *scale(tsr_tensor *t, double c) {
 
 // A 0/1 tensor of |like|'s dtype from a bool mask.
 static tsr_tensor *mask_of(tsr_tensor *mask, tsr_dtype_t dtype) {
-  if (mask == NULL) return NULL;
+  if (mask == NULL)
+    return NULL;
   tsr_tensor *m = tsr_cast(mask, dtype);
   tsr_tensor_release(mask);
   return m;
@@ -28,7 +32,8 @@ static tsr_tensor *mask_of(tsr_tensor *mask, tsr_dtype_t dtype) {
 
 // Writes reduce_to(g, input i's shape) into out_dx[i] and releases g.
 static tsr_status give(const tsr_ag_node *n, int32_t i, tsr_tensor *g, tsr_tensor **out_dx) {
-  if (g == NULL) return tsr_error_status();
+  if (g == NULL)
+    return tsr_error_status();
   if (!tsr_ag_needs_grad(n, i)) {
     tsr_tensor_release(g);
     return TSR_OK;
@@ -42,7 +47,8 @@ static tsr_status give(const tsr_ag_node *n, int32_t i, tsr_tensor *g, tsr_tenso
 static tsr_status record(const char *name, tsr_ag_backward_fn fn, int32_t count,
                          tsr_tensor *const *inputs, tsr_tensor *out, tsr_ag_node **node) {
   *node = NULL;
-  if (!tsr_ag_should_record(count, inputs)) return TSR_OK;
+  if (!tsr_ag_should_record(count, inputs))
+    return TSR_OK;
   return tsr_ag_record(name, fn, count, inputs, out, node);
 }
 
@@ -66,7 +72,8 @@ static int unary_differentiable(tsr_unary_fn_t fn) {
 tsr_status tsr_ag_record_unary(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
   // Piecewise-constant functions have a zero derivative: their output
   // carries no gradient at all.
-  if (!unary_differentiable(fn)) return TSR_OK;
+  if (!unary_differentiable(fn))
+    return TSR_OK;
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record("unary", unary_backward, 1, &x, out, &node));
   if (node != NULL) {
@@ -163,10 +170,9 @@ static tsr_status binary_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
   return status;
 }
 
-tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
-                                tsr_binary_fn_t fn, double alpha) {
-  if (fn == TSR_BINARY_LOGICAL_AND || fn == TSR_BINARY_LOGICAL_OR ||
-      fn == TSR_BINARY_LOGICAL_XOR) {
+tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn,
+                                double alpha) {
+  if (fn == TSR_BINARY_LOGICAL_AND || fn == TSR_BINARY_LOGICAL_OR || fn == TSR_BINARY_LOGICAL_XOR) {
     return TSR_OK;
   }
   tsr_tensor *inputs[2] = {a, b};
@@ -175,7 +181,8 @@ tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
   if (node != NULL) {
     node->ints[0] = fn;
     node->reals[0] = alpha;
-    if (fn == TSR_BINARY_ADD || fn == TSR_BINARY_SUB) node->reads_inputs = 0;
+    if (fn == TSR_BINARY_ADD || fn == TSR_BINARY_SUB)
+      node->reads_inputs = 0;
   }
   return TSR_OK;
 }
@@ -184,9 +191,11 @@ tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
 
 static tsr_status where_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
   tsr_tensor *zero = tsr_tensor_full(dy->device, dy->dtype, 0, NULL, 0.0);
-  if (zero == NULL) return tsr_error_status();
+  if (zero == NULL)
+    return tsr_error_status();
   tsr_status status = TSR_OK;
-  if (tsr_ag_needs_grad(n, 1)) status = give(n, 1, tsr_where(n->inputs[0], dy, zero), out_dx);
+  if (tsr_ag_needs_grad(n, 1))
+    status = give(n, 1, tsr_where(n->inputs[0], dy, zero), out_dx);
   if (status == TSR_OK && tsr_ag_needs_grad(n, 2)) {
     status = give(n, 2, tsr_where(n->inputs[0], zero, dy), out_dx);
   }
@@ -198,7 +207,8 @@ tsr_status tsr_ag_record_where(tsr_tensor *out, tsr_tensor *cond, tsr_tensor *a,
   tsr_tensor *inputs[3] = {cond, a, b};
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record("where", where_backward, 3, inputs, out, &node));
-  if (node != NULL) node->reads_inputs = 1u;  // only the condition
+  if (node != NULL)
+    node->reads_inputs = 1u;  // only the condition
   return TSR_OK;
 }
 
@@ -212,7 +222,8 @@ static tsr_status clamp_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
     tsr_tensor *lo = tsr_tensor_full(x->device, x->dtype, 0, NULL, attrs.min);
     pass = lo ? tsr_compare(x, lo, TSR_COMPARE_GE) : NULL;
     tsr_tensor_release(lo);
-    if (pass == NULL) return tsr_error_status();
+    if (pass == NULL)
+      return tsr_error_status();
   }
   if (attrs.has_max) {
     tsr_tensor *hi = tsr_tensor_full(x->device, x->dtype, 0, NULL, attrs.max);
@@ -227,12 +238,14 @@ static tsr_status clamp_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
       tsr_tensor_release(pass);
       tsr_tensor_release(le);
       pass = both;
-      if (pass == NULL) return tsr_error_status();
+      if (pass == NULL)
+        return tsr_error_status();
     } else {
       pass = le;
     }
   }
-  if (pass == NULL) return give(n, 0, tsr_detach(dy), out_dx);
+  if (pass == NULL)
+    return give(n, 0, tsr_detach(dy), out_dx);
   tsr_tensor *zero = tsr_tensor_full(dy->device, dy->dtype, 0, NULL, 0.0);
   tsr_tensor *dx = zero ? tsr_where(pass, dy, zero) : NULL;
   tsr_tensor_release(zero);
@@ -243,7 +256,8 @@ static tsr_status clamp_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
 tsr_status tsr_ag_record_clamp(tsr_tensor *out, tsr_tensor *x, const tsr_clamp_attrs *attrs) {
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record("clamp", clamp_backward, 1, &x, out, &node));
-  if (node != NULL) memcpy(node->attrs, attrs, sizeof(*attrs));
+  if (node != NULL)
+    memcpy(node->attrs, attrs, sizeof(*attrs));
   return TSR_OK;
 }
 
@@ -259,7 +273,8 @@ static tsr_tensor *keepdim_grad(const tsr_ag_node *n, tsr_tensor *dy) {
 }
 
 static tsr_tensor *expand_to_input(const tsr_ag_node *n, tsr_tensor *g) {
-  if (g == NULL) return NULL;
+  if (g == NULL)
+    return NULL;
   const tsr_tensor *x = n->inputs[0];
   tsr_tensor *e = tsr_expand(g, x->rank, x->sizes);
   tsr_tensor_release(g);
@@ -270,7 +285,8 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
   tsr_reduce_fn_t fn = (tsr_reduce_fn_t)n->ints[0];
   tsr_tensor *x = n->inputs[0];
   tsr_tensor *g = keepdim_grad(n, dy);
-  if (g == NULL) return tsr_error_status();
+  if (g == NULL)
+    return tsr_error_status();
   int64_t count = tsr_tensor_numel(x) / (tsr_tensor_numel(g) ? tsr_tensor_numel(g) : 1);
   switch (fn) {
     case TSR_REDUCE_SUM:
@@ -288,7 +304,8 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
       uint32_t mask = (uint32_t)n->ints[1];
       int32_t axes[TSR_MAX_RANK], k = 0;
       for (int32_t d = 0; d < x->rank; ++d) {
-        if ((mask >> d) & 1u) axes[k++] = d;
+        if ((mask >> d) & 1u)
+          axes[k++] = d;
       }
       tsr_tensor *ties = hit ? tsr_reduce(hit, TSR_REDUCE_SUM, k, axes, 1) : NULL;
       tsr_tensor *share = ties ? tsr_div(g, ties) : NULL;
@@ -305,7 +322,8 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
       uint32_t mask = (uint32_t)n->ints[1];
       int32_t axes[TSR_MAX_RANK], k = 0;
       for (int32_t d = 0; d < x->rank; ++d) {
-        if ((mask >> d) & 1u) axes[k++] = d;
+        if ((mask >> d) & 1u)
+          axes[k++] = d;
       }
       tsr_tensor *zero = tsr_tensor_full(x->device, x->dtype, 0, NULL, 0.0);
       tsr_tensor *one = tsr_tensor_full(x->device, x->dtype, 0, NULL, 1.0);
@@ -333,7 +351,8 @@ tsr_status tsr_ag_record_reduce(tsr_tensor *out, tsr_tensor *kept, tsr_tensor *x
                                 tsr_reduce_fn_t fn, uint32_t mask) {
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record("reduce", reduce_backward, 1, &x, out, &node));
-  if (node == NULL) return TSR_OK;
+  if (node == NULL)
+    return TSR_OK;
   node->ints[0] = fn;
   node->ints[1] = mask;
   if (fn == TSR_REDUCE_SUM || fn == TSR_REDUCE_MEAN) {
@@ -352,7 +371,8 @@ static tsr_status matmul_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
   tsr_tensor *g = activation == TSR_ACTIVATION_RELU
                       ? tsr_unary_backward(dy, n->saved[0], TSR_UNARY_RELU, 0.0)
                       : tsr_detach(dy);
-  if (g == NULL) return tsr_error_status();
+  if (g == NULL)
+    return tsr_error_status();
   tsr_status status = TSR_OK;
   if (tsr_ag_needs_grad(n, 0)) {
     tsr_tensor *bt = tsr_transpose(b, -1, -2);
@@ -376,10 +396,12 @@ tsr_status tsr_ag_record_matmul(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, t
   tsr_tensor *inputs[3] = {a, b, bias};
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record("matmul", matmul_backward, bias ? 3 : 2, inputs, out, &node));
-  if (node == NULL) return TSR_OK;
+  if (node == NULL)
+    return TSR_OK;
   node->ints[0] = activation;
   node->reads_inputs = 3u;  // a and b; the bias only routes
-  if (activation == TSR_ACTIVATION_RELU) return tsr_ag_node_save(node, out);
+  if (activation == TSR_ACTIVATION_RELU)
+    return tsr_ag_node_save(node, out);
   return TSR_OK;
 }
 
@@ -393,7 +415,8 @@ static tsr_status reshape_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_ten
 static tsr_status record_routing(const char *name, tsr_ag_backward_fn fn, tsr_tensor *out,
                                  tsr_tensor *x, tsr_ag_node **node) {
   TSR_RETURN_IF_ERROR(record(name, fn, 1, &x, out, node));
-  if (*node != NULL) (*node)->reads_inputs = 0;
+  if (*node != NULL)
+    (*node)->reads_inputs = 0;
   return TSR_OK;
 }
 
@@ -423,9 +446,11 @@ static tsr_status slice_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
   int32_t dim = (int32_t)n->ints[0];
   int64_t start = n->ints[1], step = n->ints[2];
   tsr_tensor *dx = tsr_tensor_full(x->device, x->dtype, x->rank, x->sizes, 0.0);
-  if (dx == NULL) return tsr_error_status();
+  if (dx == NULL)
+    return tsr_error_status();
   int64_t end = start + dy->sizes[dim] * step;
-  if (end > x->sizes[dim]) end = x->sizes[dim];
+  if (end > x->sizes[dim])
+    end = x->sizes[dim];
   tsr_tensor *window = tsr_slice(dx, dim, start, end, step);
   tsr_status status = window ? tsr_copy_(window, dy) : tsr_error_status();
   tsr_tensor_release(window);
@@ -469,7 +494,8 @@ tsr_status tsr_ag_record_identity(tsr_tensor *out, tsr_tensor *x) {
 static tsr_status cast_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
   const tsr_tensor *x = n->inputs[0];
   tsr_tensor *g = x->device == dy->device ? tsr_detach(dy) : tsr_tensor_to_device(dy, x->device);
-  if (g == NULL) return tsr_error_status();
+  if (g == NULL)
+    return tsr_error_status();
   if (g->dtype != x->dtype) {
     tsr_tensor *c = tsr_cast(g, x->dtype);
     tsr_tensor_release(g);
@@ -480,9 +506,9 @@ static tsr_status cast_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor
 
 tsr_status tsr_ag_record_cast(tsr_tensor *out, tsr_tensor *x) {
   tsr_dtype_t dt = out->dtype;
-  int float_out = dt == TSR_FLOAT32 || dt == TSR_FLOAT64 || dt == TSR_BFLOAT16 ||
-                  dt == TSR_FLOAT16;
-  if (!float_out) return TSR_OK;  // an integer result carries no gradient
+  int float_out = dt == TSR_FLOAT32 || dt == TSR_FLOAT64 || dt == TSR_BFLOAT16 || dt == TSR_FLOAT16;
+  if (!float_out)
+    return TSR_OK;  // an integer result carries no gradient
   tsr_ag_node *node;
   return record_routing("cast", cast_backward, out, x, &node);
 }

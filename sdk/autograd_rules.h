@@ -9,8 +9,8 @@
 #include "autograd_internal.h"
 
 tsr_status tsr_ag_record_unary(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha);
-tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
-                                tsr_binary_fn_t fn, double alpha);
+tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn,
+                                double alpha);
 tsr_status tsr_ag_record_where(tsr_tensor *out, tsr_tensor *cond, tsr_tensor *a, tsr_tensor *b);
 tsr_status tsr_ag_record_clamp(tsr_tensor *out, tsr_tensor *x, const tsr_clamp_attrs *attrs);
 // |out| is the result handed to the caller; |kept| the same values with the

@@ -8,7 +8,8 @@
 #include "error.h"
 
 void tsr_gradcheck_options_init(tsr_gradcheck_options *options) {
-  if (options == NULL) return;
+  if (options == NULL)
+    return;
   memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->eps = 1e-6;
@@ -85,9 +86,9 @@ static tsr_status projected(check_state *s, double *out_l) {
   tsr_tensor *y = s->fn(s->user, s->n, args);
   double *yv = NULL;
   if (y == NULL) {
-    status = tsr_error_status() != TSR_OK ? tsr_error_status()
-                                         : tsr_error_set(TSR_INVALID_ARGUMENT,
-                                                         "gradcheck: the function returned NULL");
+    status = tsr_error_status() != TSR_OK
+                 ? tsr_error_status()
+                 : tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: the function returned NULL");
   } else if (tsr_tensor_numel(y) != s->out_numel) {
     status = tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: the output changed size");
   } else if ((yv = host_values(y)) == NULL) {
@@ -132,14 +133,15 @@ static tsr_status analytic(check_state *s, const tsr_gradcheck_options *o, doubl
     }
   }
   if (status == TSR_OK && y->dtype != TSR_FLOAT64) {
-    status = tsr_error_set(TSR_INVALID_ARGUMENT,
-                           "gradcheck: the function returned dtype %d for float64 inputs",
-                           y->dtype);
+    status =
+        tsr_error_set(TSR_INVALID_ARGUMENT,
+                      "gradcheck: the function returned dtype %d for float64 inputs", y->dtype);
   }
   if (status == TSR_OK) {
     s->out_numel = tsr_tensor_numel(y);
     s->r = malloc((size_t)(s->out_numel > 0 ? s->out_numel : 1) * sizeof(double));
-    if (s->r == NULL) status = tsr_error_set(TSR_OUT_OF_MEMORY, "gradcheck: no host memory");
+    if (s->r == NULL)
+      status = tsr_error_set(TSR_OUT_OF_MEMORY, "gradcheck: no host memory");
   }
   if (status == TSR_OK) {
     uint64_t state = o->seed;
@@ -151,17 +153,21 @@ static tsr_status analytic(check_state *s, const tsr_gradcheck_options *o, doubl
     status = tsr_error_set(TSR_INVALID_ARGUMENT,
                            "gradcheck: the output does not depend on any checked input");
   }
-  if (status == TSR_OK) status = tsr_backward(y, rt, 0);
+  if (status == TSR_OK)
+    status = tsr_backward(y, rt, 0);
   for (int32_t i = 0; i < s->n && status == TSR_OK; ++i) {
-    if (s->values[i] == NULL) continue;
+    if (s->values[i] == NULL)
+      continue;
     tsr_tensor *g = tsr_tensor_grad(leaves[i]);
     if (g == NULL) {
       int64_t count = tsr_tensor_numel(leaves[i]);
       out_grads[i] = calloc((size_t)(count > 0 ? count : 1), sizeof(double));
-      if (out_grads[i] == NULL) status = tsr_error_set(TSR_OUT_OF_MEMORY, "gradcheck: no memory");
+      if (out_grads[i] == NULL)
+        status = tsr_error_set(TSR_OUT_OF_MEMORY, "gradcheck: no memory");
     } else {
       out_grads[i] = host_values(g);
-      if (out_grads[i] == NULL) status = tsr_error_status();
+      if (out_grads[i] == NULL)
+        status = tsr_error_status();
       tsr_tensor_release(g);
     }
   }
@@ -200,8 +206,8 @@ tsr_status tsr_gradcheck(tsr_gradcheck_fn fn, void *user, int32_t num_inputs,
     o = *options;
   }
   if (!(o.eps > 0) || !(o.atol >= 0) || !(o.rtol >= 0)) {
-    return tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: eps %g, atol %g, rtol %g", o.eps,
-                         o.atol, o.rtol);
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: eps %g, atol %g, rtol %g", o.eps, o.atol,
+                         o.rtol);
   }
   size_t struct_size = out_result->struct_size;
   memset(out_result, 0, sizeof(*out_result));
@@ -221,34 +227,42 @@ tsr_status tsr_gradcheck(tsr_gradcheck_fn fn, void *user, int32_t num_inputs,
       break;
     }
     s.args[i] = inputs[i];
-    if (!is_float(inputs[i]->dtype) || !((o.check_mask >> i) & 1u)) continue;
+    if (!is_float(inputs[i]->dtype) || !((o.check_mask >> i) & 1u))
+      continue;
     s.values[i] = host_values(inputs[i]);
-    if (s.values[i] == NULL) status = tsr_error_status();
+    if (s.values[i] == NULL)
+      status = tsr_error_status();
     checked_any = 1;
   }
   if (status == TSR_OK && !checked_any) {
     status = tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: no float input to check");
   }
-  if (status == TSR_OK) status = analytic(&s, &o, grads);
+  if (status == TSR_OK)
+    status = analytic(&s, &o, grads);
   int passed = 1;
   double worst_excess = -INFINITY;
   tsr_grad_mode_set(0);
   for (int32_t i = 0; i < num_inputs && status == TSR_OK; ++i) {
-    if (s.values[i] == NULL) continue;
+    if (s.values[i] == NULL)
+      continue;
     int64_t count = tsr_tensor_numel(inputs[i]);
     for (int64_t k = 0; k < count && status == TSR_OK; ++k) {
       double saved = s.values[i][k], lp = 0, lm = 0;
       s.values[i][k] = saved + o.eps;
       status = projected(&s, &lp);
       s.values[i][k] = saved - o.eps;
-      if (status == TSR_OK) status = projected(&s, &lm);
+      if (status == TSR_OK)
+        status = projected(&s, &lm);
       s.values[i][k] = saved;
-      if (status != TSR_OK) break;
+      if (status != TSR_OK)
+        break;
       double numeric = (lp - lm) / (2 * o.eps);
       double err = fabs(grads[i][k] - numeric);
       double excess = err - (o.atol + o.rtol * fabs(numeric));
-      if (!(excess <= 0)) passed = 0;  // NaN fails too
-      if (err > out_result->max_abs_error || isnan(err)) out_result->max_abs_error = err;
+      if (!(excess <= 0))
+        passed = 0;  // NaN fails too
+      if (err > out_result->max_abs_error || isnan(err))
+        out_result->max_abs_error = err;
       if (excess > worst_excess || isnan(excess)) {
         worst_excess = isnan(excess) ? INFINITY : excess;
         out_result->worst_input = i;

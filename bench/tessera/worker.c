@@ -39,6 +39,8 @@ struct worker {
   const workload *current;
   int64_t current_arg;
   tsr_tensor *t[MAX_TENSORS];  // the current workload's tensors
+  tsr_module *model;           // training workloads
+  tsr_optimizer *optimizer;
 };
 
 static void tensors_release(worker *w) {
@@ -46,6 +48,10 @@ static void tensors_release(worker *w) {
     tsr_tensor_release(w->t[i]);
     w->t[i] = NULL;
   }
+  tsr_optimizer_destroy(w->optimizer);
+  w->optimizer = NULL;
+  tsr_module_destroy(w->model);
+  w->model = NULL;
 }
 
 static bench_result fail(char *message, size_t size, const char *what) {
@@ -455,19 +461,108 @@ static bench_result conv_setup(worker *w, int64_t arg, char *message, size_t siz
 static tsr_status conv_iterate(worker *w) { return conv_run(w, -1, NULL); }
 
 // ---------------------------------------------------------------------------
+// Training steps, written as an application writes them with the SDK: a scope
+// per step, zero_grad, forward, fused cross-entropy, backward, optimizer step.
+//   mlp_train: MLP 784-512-512-10, ReLU, SGD lr 0.01 momentum 0.9, batch 128.
+//   cnn_train: conv(1,32,3) relu maxpool2 conv(32,64,3) relu maxpool2 flatten
+//              linear(1600,128) relu linear(128,10), Adam lr 1e-3, batch 64.
+// The check: the first loss is near ln 10 (a fresh initialisation), finite,
+// and ten steps on the same batch lower it (a broken gradient does not).
 
-#define NO_TRAINING \
-  "the SDK has no autograd, layers, losses or optimizers yet (DESIGN.md section 4)"
+static tsr_module *bench_mlp(tsr_device *device) {
+  tsr_module *layers[5] = {tsr_nn_linear(device, 784, 512, 1), tsr_nn_relu(),
+                           tsr_nn_linear(device, 512, 512, 1), tsr_nn_relu(),
+                           tsr_nn_linear(device, 512, 10, 1)};
+  return tsr_nn_sequential(5, layers);
+}
+
+static tsr_module *bench_cnn(tsr_device *device) {
+  tsr_module *layers[10] = {
+      tsr_nn_conv2d(device, 1, 32, 3, 3, NULL),  tsr_nn_relu(), tsr_nn_max_pool2d(2, 2, 0),
+      tsr_nn_conv2d(device, 32, 64, 3, 3, NULL), tsr_nn_relu(), tsr_nn_max_pool2d(2, 2, 0),
+      tsr_nn_flatten(),                          tsr_nn_linear(device, 1600, 128, 1),
+      tsr_nn_relu(),                             tsr_nn_linear(device, 128, 10, 1)};
+  return tsr_nn_sequential(10, layers);
+}
+
+// One step; the loss to |out_loss| when not NULL.
+static tsr_status train_step(worker *w, float *out_loss) {
+  size_t scope = tsr_scope_begin();
+  tsr_optimizer_zero_grad(w->optimizer);
+  tsr_tensor *logits = tsr_module_forward(w->model, w->t[0]);
+  tsr_tensor *loss = logits ? tsr_nn_cross_entropy(logits, w->t[1], TSR_REDUCTION_MEAN, 0.0)
+                            : NULL;
+  tsr_status status = loss ? tsr_backward(loss, NULL, 0) : tsr_last_status();
+  if (status == TSR_OK) status = tsr_optimizer_step(w->optimizer);
+  if (status == TSR_OK && out_loss != NULL) {
+    status = tsr_tensor_to_host(loss, out_loss, sizeof(float));
+  }
+  tsr_scope_end(scope);
+  return status;
+}
+
+static bench_result train_setup(worker *w, int is_cnn, char *message, size_t size) {
+  const char *what = is_cnn ? "cnn_train" : "mlp_train";
+  int64_t batch = is_cnn ? 64 : 128;
+  tsr_context_seed_set(w->context, 1234);
+  w->model = is_cnn ? bench_cnn(w->device) : bench_mlp(w->device);
+  if (w->model == NULL) return fail(message, size, what);
+  if (is_cnn) {
+    tsr_adam_options adam;
+    tsr_adam_options_init(&adam);
+    adam.lr = 1e-3;
+    w->optimizer = tsr_optim_adam_for_module(w->model, &adam);
+  } else {
+    tsr_sgd_options sgd;
+    tsr_sgd_options_init(&sgd);
+    sgd.lr = 0.01;
+    sgd.momentum = 0.9;
+    w->optimizer = tsr_optim_sgd_for_module(w->model, &sgd);
+  }
+  if (w->optimizer == NULL) return fail(message, size, what);
+  const int64_t image[4] = {batch, 1, 28, 28}, flat[2] = {batch, 784};
+  w->t[0] = is_cnn ? random_tensor(w, 4, image, 70, 1.0f) : random_tensor(w, 2, flat, 70, 1.0f);
+  int64_t labels[128];
+  for (int64_t i = 0; i < batch; ++i) labels[i] = (i * 7 + 3) % 10;
+  w->t[1] = tsr_tensor_from_host(w->device, TSR_INT64, 1, &batch, labels);
+  if (w->t[0] == NULL || w->t[1] == NULL) return fail(message, size, what);
+  float first = 0, last = 0;
+  for (int step = 0; step < 10; ++step) {
+    if (train_step(w, step == 0 ? &first : &last) != TSR_OK) return fail(message, size, what);
+  }
+  if (!isfinite(first) || fabs(first - log(10.0)) > 0.5 || !(last < first)) {
+    snprintf(message, size, "%s: loss %g at the first step (ln 10 = 2.30 expected), %g after 10",
+             what, (double)first, (double)last);
+    return BENCH_ERROR;
+  }
+  return BENCH_OK;
+}
+
+static bench_result mlp_train_setup(worker *w, int64_t arg, char *message, size_t size) {
+  (void)arg;
+  return train_setup(w, 0, message, size);
+}
+
+static bench_result cnn_train_setup(worker *w, int64_t arg, char *message, size_t size) {
+  (void)arg;
+  return train_setup(w, 1, message, size);
+}
+
+static tsr_status train_iterate(worker *w) { return train_step(w, NULL); }
+
+// ---------------------------------------------------------------------------
+
+#define NO_DATA "the SDK has no IDX data loader yet (issue 8)"
 
 static const workload workloads[] = {
     {"dispatch", dispatch_setup, dispatch_iterate, NULL},
     {"sgemm", sgemm_setup, sgemm_iterate, NULL},
     {"add_16M", add_setup, add_iterate, NULL},
     {"conv", conv_setup, conv_iterate, NULL},
-    {"mlp_train", NULL, NULL, NO_TRAINING},
-    {"cnn_train", NULL, NULL, NO_TRAINING},
+    {"mlp_train", mlp_train_setup, train_iterate, NULL},
+    {"cnn_train", cnn_train_setup, train_iterate, NULL},
     {"mlp_infer", mlp_infer_setup, mlp_infer_iterate, NULL},
-    {"fashion_epoch", NULL, NULL, NO_TRAINING " and no IDX data loader"},
+    {"fashion_epoch", NULL, NULL, NO_DATA},
 };
 
 static bench_result worker_run(void *user, const bench_request *request, double *out_samples,

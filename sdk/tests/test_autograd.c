@@ -16,7 +16,8 @@ static tsr_device *g_dev;
 static int group_setup(void **state) {
   (void)state;
   g_ctx = ts_context_create(TSR_TEST_PLUGIN_PATH, TSR_TEST_DEVICE);
-  if (g_ctx == NULL) return -1;
+  if (g_ctx == NULL)
+    return -1;
   g_dev = tsr_context_device_find(g_ctx, TSR_TEST_DEVICE);
   return g_dev ? 0 : -1;
 }
@@ -65,7 +66,8 @@ static void expect_gradcheck(const char *what, tsr_gradcheck_fn fn, void *user, 
                              tsr_tensor *const *inputs) {
   tsr_gradcheck_result result = {.struct_size = sizeof(result)};
   tsr_status status = tsr_gradcheck(fn, user, n, inputs, NULL, &result);
-  if (status != TSR_OK) fail_msg("%s: gradcheck failed to run: %s", what, tsr_last_error());
+  if (status != TSR_OK)
+    fail_msg("%s: gradcheck failed to run: %s", what, tsr_last_error());
   if (!result.passed) {
     fail_msg("%s: gradient of input %d element %lld: analytic %.9g, numeric %.9g", what,
              result.worst_input, (long long)result.worst_index, result.analytic, result.numeric);
@@ -80,18 +82,30 @@ static void test_every_differentiable_unary_passes_gradcheck(void **state) {
     double lo, hi, alpha;
     const char *name;
   } cases[] = {
-      {TSR_UNARY_NEG, -2, 2, 0, "neg"},          {TSR_UNARY_ABS, 0.1, 2, 0, "abs+"},
-      {TSR_UNARY_ABS, -2, -0.1, 0, "abs-"},      {TSR_UNARY_EXP, -2, 2, 0, "exp"},
-      {TSR_UNARY_LOG, 0.2, 3, 0, "log"},         {TSR_UNARY_SQRT, 0.2, 3, 0, "sqrt"},
-      {TSR_UNARY_RSQRT, 0.2, 3, 0, "rsqrt"},     {TSR_UNARY_RECIPROCAL, 0.3, 3, 0, "recip"},
-      {TSR_UNARY_SQUARE, -2, 2, 0, "square"},    {TSR_UNARY_SIN, -3, 3, 0, "sin"},
-      {TSR_UNARY_COS, -3, 3, 0, "cos"},          {TSR_UNARY_TANH, -2, 2, 0, "tanh"},
-      {TSR_UNARY_SIGMOID, -3, 3, 0, "sigmoid"},  {TSR_UNARY_RELU, 0.1, 2, 0, "relu+"},
-      {TSR_UNARY_RELU, -2, -0.1, 0, "relu-"},    {TSR_UNARY_GELU, -3, 3, 0, "gelu"},
-      {TSR_UNARY_GELU_TANH, -3, 3, 0, "gelu_tanh"}, {TSR_UNARY_SILU, -3, 3, 0, "silu"},
-      {TSR_UNARY_LEAKY_RELU, -2, -0.1, 0.1, "leaky-"}, {TSR_UNARY_LEAKY_RELU, 0.1, 2, 0.1, "leaky+"},
-      {TSR_UNARY_ELU, -2, -0.1, 0.7, "elu-"},    {TSR_UNARY_ELU, 0.1, 2, 0.7, "elu+"},
-      {TSR_UNARY_LOG1P, -0.5, 2, 0, "log1p"},    {TSR_UNARY_EXPM1, -2, 2, 0, "expm1"},
+      {TSR_UNARY_NEG, -2, 2, 0, "neg"},
+      {TSR_UNARY_ABS, 0.1, 2, 0, "abs+"},
+      {TSR_UNARY_ABS, -2, -0.1, 0, "abs-"},
+      {TSR_UNARY_EXP, -2, 2, 0, "exp"},
+      {TSR_UNARY_LOG, 0.2, 3, 0, "log"},
+      {TSR_UNARY_SQRT, 0.2, 3, 0, "sqrt"},
+      {TSR_UNARY_RSQRT, 0.2, 3, 0, "rsqrt"},
+      {TSR_UNARY_RECIPROCAL, 0.3, 3, 0, "recip"},
+      {TSR_UNARY_SQUARE, -2, 2, 0, "square"},
+      {TSR_UNARY_SIN, -3, 3, 0, "sin"},
+      {TSR_UNARY_COS, -3, 3, 0, "cos"},
+      {TSR_UNARY_TANH, -2, 2, 0, "tanh"},
+      {TSR_UNARY_SIGMOID, -3, 3, 0, "sigmoid"},
+      {TSR_UNARY_RELU, 0.1, 2, 0, "relu+"},
+      {TSR_UNARY_RELU, -2, -0.1, 0, "relu-"},
+      {TSR_UNARY_GELU, -3, 3, 0, "gelu"},
+      {TSR_UNARY_GELU_TANH, -3, 3, 0, "gelu_tanh"},
+      {TSR_UNARY_SILU, -3, 3, 0, "silu"},
+      {TSR_UNARY_LEAKY_RELU, -2, -0.1, 0.1, "leaky-"},
+      {TSR_UNARY_LEAKY_RELU, 0.1, 2, 0.1, "leaky+"},
+      {TSR_UNARY_ELU, -2, -0.1, 0.7, "elu-"},
+      {TSR_UNARY_ELU, 0.1, 2, 0.7, "elu+"},
+      {TSR_UNARY_LOG1P, -0.5, 2, 0, "log1p"},
+      {TSR_UNARY_EXPM1, -2, 2, 0, "expm1"},
       {TSR_UNARY_ERF, -2, 2, 0, "erf"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
@@ -172,9 +186,9 @@ static tsr_tensor *clamp_case(void *user, int32_t n, tsr_tensor *const *in) {
 
 static void test_where_and_clamp_pass_gradcheck(void **state) {
   (void)state;
-  tsr_tensor *in[3] = {rnd(2, (int64_t[]){2, 3}, -1, 1, 1), rnd(1, (int64_t[]){3}, -1, 1, 2),
-                       ts_tensor(g_dev, TSR_BOOL, 2, (int64_t[]){2, 3},
-                                 (double[]){1, 0, 1, 0, 0, 1})};
+  tsr_tensor *in[3] = {
+      rnd(2, (int64_t[]){2, 3}, -1, 1, 1), rnd(1, (int64_t[]){3}, -1, 1, 2),
+      ts_tensor(g_dev, TSR_BOOL, 2, (int64_t[]){2, 3}, (double[]){1, 0, 1, 0, 0, 1})};
   expect_gradcheck("where", where_case, NULL, 3, in);
   for (int i = 0; i < 3; ++i) tsr_tensor_release(in[i]);
   // Values kept away from the bounds, where the derivative jumps.
@@ -267,10 +281,18 @@ static tsr_tensor *view_case(void *user, int32_t n, tsr_tensor *const *in) {
   const case_args *c = user;
   tsr_tensor *x = in[0], *v = NULL;
   switch (c->kind) {
-    case 0: v = tsr_reshape(x, 2, (int64_t[]){4, -1}); break;
-    case 1: v = tsr_transpose(x, 0, 2); break;
-    case 2: v = tsr_permute(x, 3, (int32_t[]){2, 0, 1}); break;
-    case 3: v = tsr_slice(x, 2, 1, 4, 2); break;
+    case 0:
+      v = tsr_reshape(x, 2, (int64_t[]){4, -1});
+      break;
+    case 1:
+      v = tsr_transpose(x, 0, 2);
+      break;
+    case 2:
+      v = tsr_permute(x, 3, (int32_t[]){2, 0, 1});
+      break;
+    case 3:
+      v = tsr_slice(x, 2, 1, 4, 2);
+      break;
     case 4: {
       tsr_tensor *t = tsr_slice(x, 1, 0, 1, 1);
       v = tsr_expand(t, 4, (int64_t[]){3, 2, 3, 4});
@@ -289,9 +311,11 @@ static tsr_tensor *view_case(void *user, int32_t n, tsr_tensor *const *in) {
       tsr_tensor_release(t);
       break;
     }
-    default: return NULL;
+    default:
+      return NULL;
   }
-  if (v == NULL) return NULL;
+  if (v == NULL)
+    return NULL;
   tsr_tensor *y = tsr_square(v);
   tsr_tensor_release(v);
   return y;
@@ -300,7 +324,7 @@ static tsr_tensor *view_case(void *user, int32_t n, tsr_tensor *const *in) {
 static void test_views_pass_gradcheck(void **state) {
   (void)state;
   tsr_tensor *x = rnd(3, (int64_t[]){2, 3, 4}, -1, 1, 42);
-  static const char *names[] = {"reshape", "transpose", "permute", "slice",
+  static const char *names[] = {"reshape", "transpose",  "permute",     "slice",
                                 "expand",  "contiguous", "reshape copy"};
   for (int k = 0; k < 7; ++k) {
     case_args c = {.kind = k};
@@ -500,8 +524,10 @@ static void test_gradients_are_bitwise_reproducible(void **state) {
     tsr_tensor *g = tsr_tensor_grad(w);
     double v[12];
     assert_int_equal(ts_read(g, v, 12), 12);
-    if (pass == 0) memcpy(first, v, sizeof(v));
-    else assert_memory_equal(first, v, sizeof(v));
+    if (pass == 0)
+      memcpy(first, v, sizeof(v));
+    else
+      assert_memory_equal(first, v, sizeof(v));
     tsr_tensor *all[] = {w, x, h, a, b, s, g};
     for (int k = 0; k < 7; ++k) tsr_tensor_release(all[k]);
   }
@@ -526,7 +552,8 @@ static void test_a_long_chain_is_freed_without_deep_recursion(void **state) {
 
 static void test_scope_releases_its_temporaries_and_keeps_what_is_kept(void **state) {
   (void)state;
-  tsr_allocator_stats before = {.struct_size = sizeof(before)}, after = {.struct_size = sizeof(after)};
+  tsr_allocator_stats before = {.struct_size = sizeof(before)},
+                      after = {.struct_size = sizeof(after)};
   tsr_tensor *x = rnd(1, (int64_t[]){1024}, -1, 1, 8);
   assert_int_equal(tsr_tensor_requires_grad_set(x, 1), TSR_OK);
   assert_int_equal(tsr_device_allocator_stats_get(g_dev, &before), TSR_OK);
@@ -542,7 +569,8 @@ static void test_scope_releases_its_temporaries_and_keeps_what_is_kept(void **st
     tsr_tensor *released_early = tsr_neg(x);
     tsr_tensor_release(released_early);  // hands back the scope's claim
     assert_true(tsr_scope_size() >= base + 5);
-    if (step == 2) kept = tsr_scope_keep(tsr_contiguous(z));
+    if (step == 2)
+      kept = tsr_scope_keep(tsr_contiguous(z));
     tsr_scope_end(mark);
     assert_int_equal(tsr_scope_size(), base);
   }

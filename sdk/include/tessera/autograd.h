@@ -63,28 +63,27 @@ TSR_API int tsr_grad_mode(void);
 // differences in float64.
 
 // The function under test: returns a new tensor computed from |inputs|.
-typedef tsr_tensor *(*tsr_gradcheck_fn)(void *user, int32_t num_inputs,
-                                        tsr_tensor *const *inputs);
+typedef tsr_tensor *(*tsr_gradcheck_fn)(void *user, int32_t num_inputs, tsr_tensor *const *inputs);
 
 typedef struct tsr_gradcheck_options {
   size_t struct_size;
-  double eps;            // finite-difference step, default 1e-6
-  double atol;           // default 1e-5
-  double rtol;           // default 1e-3
-  uint64_t seed;         // weights of the random projection of the output
-  uint32_t check_mask;   // bit i: check input i (default: every float input)
+  double eps;           // finite-difference step, default 1e-6
+  double atol;          // default 1e-5
+  double rtol;          // default 1e-3
+  uint64_t seed;        // weights of the random projection of the output
+  uint32_t check_mask;  // bit i: check input i (default: every float input)
   uint32_t reserved;
 } tsr_gradcheck_options;
 
 typedef struct tsr_gradcheck_result {
   size_t struct_size;
-  int32_t passed;        // every element within atol + rtol * |numeric|
-  int32_t worst_input;   // where |analytic - numeric| - tolerance is largest
-  int64_t worst_index;   // row-major element index in that input
+  int32_t passed;       // every element within atol + rtol * |numeric|
+  int32_t worst_input;  // where |analytic - numeric| - tolerance is largest
+  int64_t worst_index;  // row-major element index in that input
   double analytic;
   double numeric;
   double max_abs_error;
-  int64_t checked;       // elements compared
+  int64_t checked;  // elements compared
 } tsr_gradcheck_result;
 
 TSR_API void tsr_gradcheck_options_init(tsr_gradcheck_options *options);

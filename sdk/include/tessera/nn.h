@@ -31,11 +31,11 @@ TSR_API tsr_module *tsr_nn_linear(tsr_device *device, int64_t in_features, int64
 
 typedef struct tsr_conv2d_options {
   size_t struct_size;
-  int64_t stride[2];     // default 1
-  int64_t padding[2];    // both sides, default 0
-  int64_t dilation[2];   // default 1
-  int64_t groups;        // default 1
-  uint32_t bias;         // default 1
+  int64_t stride[2];    // default 1
+  int64_t padding[2];   // both sides, default 0
+  int64_t dilation[2];  // default 1
+  int64_t groups;       // default 1
+  uint32_t bias;        // default 1
   uint32_t reserved;
 } tsr_conv2d_options;
 TSR_API void tsr_conv2d_options_init(tsr_conv2d_options *options);
@@ -113,10 +113,10 @@ typedef int32_t tsr_fan_mode_t;
 enum { TSR_FAN_IN = 0, TSR_FAN_OUT = 1 };
 typedef int32_t tsr_nonlinearity_t;
 enum {
-  TSR_NONLINEARITY_LINEAR = 0,   // gain 1 (also sigmoid, conv)
-  TSR_NONLINEARITY_RELU = 1,     // gain sqrt(2)
+  TSR_NONLINEARITY_LINEAR = 0,      // gain 1 (also sigmoid, conv)
+  TSR_NONLINEARITY_RELU = 1,        // gain sqrt(2)
   TSR_NONLINEARITY_LEAKY_RELU = 2,  // gain sqrt(2 / (1 + a^2))
-  TSR_NONLINEARITY_TANH = 3,     // gain 5/3
+  TSR_NONLINEARITY_TANH = 3,        // gain 5/3
 };
 // The recommended gain of |nonlinearity| (|param|: leaky_relu's slope).
 TSR_API double tsr_init_gain(tsr_nonlinearity_t nonlinearity, double param);

@@ -22,21 +22,21 @@ typedef struct tsr_lr_schedule tsr_lr_schedule;
 
 typedef struct tsr_sgd_options {
   size_t struct_size;
-  double lr;             // default 0.01
-  double momentum;       // default 0
-  double dampening;      // default 0
-  double weight_decay;   // default 0
-  uint32_t nesterov;     // default 0; needs momentum > 0 and dampening 0
+  double lr;            // default 0.01
+  double momentum;      // default 0
+  double dampening;     // default 0
+  double weight_decay;  // default 0
+  uint32_t nesterov;    // default 0; needs momentum > 0 and dampening 0
   uint32_t reserved;
 } tsr_sgd_options;
 
 typedef struct tsr_adam_options {
   size_t struct_size;
-  double lr;             // default 1e-3
-  double beta1;          // default 0.9
-  double beta2;          // default 0.999
-  double eps;            // default 1e-8
-  double weight_decay;   // default 0 (Adam), 0.01 (AdamW)
+  double lr;                        // default 1e-3
+  double beta1;                     // default 0.9
+  double beta2;                     // default 0.999
+  double eps;                       // default 1e-8
+  double weight_decay;              // default 0 (Adam), 0.01 (AdamW)
   uint32_t decoupled_weight_decay;  // 1: AdamW
   uint32_t reserved;
 } tsr_adam_options;
@@ -53,8 +53,7 @@ TSR_API tsr_optimizer *tsr_optim_sgd(int32_t count, tsr_tensor *const *params,
 TSR_API tsr_optimizer *tsr_optim_adam(int32_t count, tsr_tensor *const *params,
                                       const char *const *names, const tsr_adam_options *options);
 // The same over every parameter of |module|, with the module's names.
-TSR_API tsr_optimizer *tsr_optim_sgd_for_module(tsr_module *module,
-                                                const tsr_sgd_options *options);
+TSR_API tsr_optimizer *tsr_optim_sgd_for_module(tsr_module *module, const tsr_sgd_options *options);
 TSR_API tsr_optimizer *tsr_optim_adam_for_module(tsr_module *module,
                                                  const tsr_adam_options *options);
 TSR_API void tsr_optimizer_destroy(tsr_optimizer *optimizer);
