@@ -364,6 +364,37 @@ tsr_status tsr_ag_record_reduce(tsr_tensor *out, tsr_tensor *kept, tsr_tensor *x
 
 // --- matmul -------------------------------------------------------------------------
 
+// True when |t| is a 2-D column-major matrix (a transposed contiguous one,
+// as Linear's weight^T is).
+static int column_major(const tsr_tensor *t) {
+  return t->rank == 2 && t->strides[0] == 1 && t->sizes[1] > 1 && t->strides[1] == t->sizes[0];
+}
+
+// The gradient of one matmul operand: da = g @ b^T (|which| 0) or
+// db = a^T @ g (|which| 1), where |other| is the other operand and |self|
+// the one whose gradient this is. For a column-major |self| the product is
+// computed transposed (db^T = g^T @ a), so that the gradient comes out in
+// the operand's own layout: for Linear, the weight's gradient is then
+// contiguous and is not copied again on its way to the leaf.
+static tsr_tensor *operand_grad(tsr_tensor *g, tsr_tensor *other, tsr_tensor *self, int which) {
+  if (column_major(self) && g->rank == 2 && other->rank == 2) {
+    tsr_tensor *gt = tsr_transpose(g, 0, 1);
+    tsr_tensor *product = NULL;
+    if (gt != NULL) {
+      // da^T = b @ g^T; db^T = g^T @ a.
+      product = which == 0 ? tsr_matmul(other, gt) : tsr_matmul(gt, other);
+    }
+    tsr_tensor *result = product ? tsr_transpose(product, 0, 1) : NULL;
+    tsr_tensor_release(gt);
+    tsr_tensor_release(product);
+    return result;
+  }
+  tsr_tensor *ot = tsr_transpose(other, -1, -2);
+  tsr_tensor *result = ot ? (which == 0 ? tsr_matmul(g, ot) : tsr_matmul(ot, g)) : NULL;
+  tsr_tensor_release(ot);
+  return result;
+}
+
 static tsr_status matmul_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
   tsr_activation_t activation = (tsr_activation_t)n->ints[0];
   tsr_tensor *a = n->inputs[0], *b = n->inputs[1];
@@ -374,15 +405,9 @@ static tsr_status matmul_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
   if (g == NULL)
     return tsr_error_status();
   tsr_status status = TSR_OK;
-  if (tsr_ag_needs_grad(n, 0)) {
-    tsr_tensor *bt = tsr_transpose(b, -1, -2);
-    status = give(n, 0, bt ? tsr_matmul(g, bt) : NULL, out_dx);
-    tsr_tensor_release(bt);
-  }
+  if (tsr_ag_needs_grad(n, 0)) status = give(n, 0, operand_grad(g, b, a, 0), out_dx);
   if (status == TSR_OK && tsr_ag_needs_grad(n, 1)) {
-    tsr_tensor *at = tsr_transpose(a, -1, -2);
-    status = give(n, 1, at ? tsr_matmul(at, g) : NULL, out_dx);
-    tsr_tensor_release(at);
+    status = give(n, 1, operand_grad(g, a, b, 1), out_dx);
   }
   if (status == TSR_OK && n->num_inputs > 2 && tsr_ag_needs_grad(n, 2)) {
     status = give(n, 2, tsr_detach(g), out_dx);

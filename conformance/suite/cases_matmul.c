@@ -25,6 +25,10 @@ static const mm_shape shapes[] = {
     {"odd sizes", {0, 0}, 3, 17, 1, 0, 0, 0, 0, 0, 0},
     {"vector tail", {0, 0}, 33, 67, 17, 0, 0, 0, 0, 0, 0},
     {"large reduction", {0, 0}, 9, 1031, 7, 0, 0, 0, 0, 0, 0},
+    // One row (inference at batch 1): a GEMV path in some plugins, with
+    // several column chunks and a K not a multiple of 4.
+    {"single row", {0, 0}, 1, 301, 600, 0, 0, 0, 0, 0, 0},
+    {"single row", {0, 0}, 1, 67, 129, TSR_CONF_TRANSPOSED, 0, TSR_CONF_STRIDED, 0, 1, 0},
     {"non-contiguous", {0, 0}, 11, 9, 6, TSR_CONF_TRANSPOSED, 0, 0, 0, 0, 0},
     {"non-contiguous", {0, 0}, 11, 9, 6, 0, TSR_CONF_TRANSPOSED, 0, 0, 0, 0},
     {"non-contiguous", {0, 0}, 8, 5, 7, TSR_CONF_STRIDED, TSR_CONF_STRIDED, TSR_CONF_STRIDED, 0, 0, 0},

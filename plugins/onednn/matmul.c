@@ -371,6 +371,13 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "matmul: %.0f multiply-adds are cheaper on the own kernel", macs);
   }
+  if (ctx->min_elements != 0 && m == 1 && macs == (double)n * (double)k &&
+      b->strides[r - 1] == 1) {
+    // One row times a row-major B: the own GEMV streams B once, split over
+    // the threads, with bias and activation in the same pass (see
+    // docs/onednn.md for the measurement).
+    return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: a single row is the own GEMV's");
+  }
   for (int32_t d = 0; d < r; ++d) {
     if (out->sizes[d] > 1 && out->strides[d] == 0) {
       return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: out has a stride of 0");

@@ -488,6 +488,59 @@ static void naive_run(const tsr_ref_matmul_plan *mm, const gemm_item *item) {
   }
 }
 
+// One row of A times B with unit column stride (inference at batch 1). The
+// work is streaming B once: each task owns TSR_REF_GEMV_COLUMNS outputs, kept
+// in an L1-resident accumulator while the rows of B go by, so two threads
+// read disjoint halves of every row. Each output is summed over k in order,
+// so the bits do not depend on the thread count.
+#define TSR_REF_GEMV_COLUMNS 256
+
+typedef struct gemm_gemv_job {
+  const tsr_ref_matmul_plan *mm;
+  gemm_item item;
+} gemm_gemv_job;
+
+static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
+  (void)thread_index;
+  const gemm_gemv_job *job = arg;
+  const tsr_ref_matmul_plan *mm = job->mm;
+  const gemm_item *it = &job->item;
+  const T alpha = (T)mm->alpha, beta = (T)mm->beta;
+  _Alignas(64) T acc[TSR_REF_GEMV_COLUMNS];
+  for (int64_t chunk = begin; chunk < end; ++chunk) {
+    const int64_t j0 = chunk * TSR_REF_GEMV_COLUMNS;
+    const int64_t nj = mm->n - j0 < TSR_REF_GEMV_COLUMNS ? mm->n - j0 : TSR_REF_GEMV_COLUMNS;
+    for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
+    // Four rows of B per pass over the accumulator: a quarter of the
+    // accumulator's loads and stores per multiply-add.
+    int64_t p = 0;
+    for (; p + 4 <= mm->k; p += 4) {
+      const T a0 = LOAD(it->a[p * mm->a_cs]), a1 = LOAD(it->a[(p + 1) * mm->a_cs]);
+      const T a2 = LOAD(it->a[(p + 2) * mm->a_cs]), a3 = LOAD(it->a[(p + 3) * mm->a_cs]);
+      const S *restrict b0 = it->b + p * mm->b_rs + j0;
+      const S *restrict b1 = b0 + mm->b_rs;
+      const S *restrict b2 = b1 + mm->b_rs;
+      const S *restrict b3 = b2 + mm->b_rs;
+      for (int64_t j = 0; j < nj; ++j) {
+        acc[j] += a0 * LOAD(b0[j]) + a1 * LOAD(b1[j]) + a2 * LOAD(b2[j]) + a3 * LOAD(b3[j]);
+      }
+    }
+    for (; p < mm->k; ++p) {
+      const T av = LOAD(it->a[p * mm->a_cs]);
+      const S *restrict brow = it->b + p * mm->b_rs + j0;
+      for (int64_t j = 0; j < nj; ++j) acc[j] += av * LOAD(brow[j]);
+    }
+    S *c = it->c + j0 * mm->c_cs;
+    const S *bias = it->bias != NULL ? it->bias + j0 * mm->bias_cs : NULL;
+    for (int64_t j = 0; j < nj; ++j) {
+      T v = alpha * acc[j];
+      if (beta != 0) v += beta * LOAD(c[j * mm->c_cs]);
+      if (bias != NULL) v += LOAD(bias[j * mm->bias_cs]);
+      c[j * mm->c_cs] = STORE(activation_apply(mm->activation, v));
+    }
+  }
+}
+
 tsr_status TSR_REF_GEMM_EXECUTE(const tsr_ref_matmul_plan *mm, char *const *ptrs, char *workspace) {
   gemm_item base = {
       (const S *)ptrs[0],
@@ -504,6 +557,16 @@ tsr_status TSR_REF_GEMM_EXECUTE(const tsr_ref_matmul_plan *mm, char *const *ptrs
     mode = TSR_REF_MATMUL_SERIAL;
   }
   switch (mode) {
+    case TSR_REF_MATMUL_GEMV: {
+      gemm_gemv_job job = {mm, base};
+      const int64_t chunks = (mm->n + TSR_REF_GEMV_COLUMNS - 1) / TSR_REF_GEMV_COLUMNS;
+      if (mm->gemv_parallel && chunks > 1) {
+        const tsr_host_api *host = tsr_ref_host_get();
+        return host->parallel_for(host->ctx, chunks, 1, gemv_run, &job);
+      }
+      gemv_run(&job, 0, chunks, 0);
+      return TSR_OK;
+    }
     case TSR_REF_MATMUL_NAIVE: {
       gemm_naive_job job = {mm, base};
       if (mm->naive_grain > 0) {

@@ -11,6 +11,9 @@
 // Below this many flops in all (~50 us on one core), a pool hand-off is not
 // worth it.
 #define TSR_REF_MATMUL_PARALLEL_MIN_FLOPS 4000000.0
+// A GEMV reading at least this much of B (256 KiB of float32) is split
+// across threads: it is bound by the bandwidth of one core, not by flops.
+#define TSR_REF_GEMV_PARALLEL_MIN_MACS 65536.0
 
 static tsr_status tsr_ref_matmul_execute(const tsr_plugin_plan *plan, char *const *ptrs,
                                          char *workspace) {
@@ -125,6 +128,13 @@ static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
   const double macs = (double)mm->m * (double)mm->n * (double)mm->k;
   const int32_t threads = tsr_ref_thread_count_get();
   const double flops = 2.0 * macs * (double)mm->batch_count;
+  if (mm->m == 1 && mm->batch_count == 1 && mm->b_cs == 1 &&
+      macs > TSR_REF_MATMUL_NAIVE_MAX_MACS) {
+    // Packing would copy all of B to use each element once: stream it.
+    mm->mode = TSR_REF_MATMUL_GEMV;
+    mm->gemv_parallel = threads > 1 && macs >= TSR_REF_GEMV_PARALLEL_MIN_MACS;
+    return 0;
+  }
   if (macs <= TSR_REF_MATMUL_NAIVE_MAX_MACS) {
     // Many tiny items (attention heads, per-sample products): spread the
     // items, each still computed whole by one thread.
@@ -230,6 +240,8 @@ tsr_status tsr_ref_matmul_plan_init(const tsr_op_signature *signature, tsr_plugi
   tsr_ref_matmul_layout_set(mm, plan);
   plan->workspace_bytes = tsr_ref_matmul_blocking_set(mm);
   plan->execute = tsr_ref_matmul_execute;
-  plan->engine = mm->mode == TSR_REF_MATMUL_NAIVE ? "ref:naive-gemm" : "ref:blocked-gemm";
+  plan->engine = mm->mode == TSR_REF_MATMUL_NAIVE  ? "ref:naive-gemm"
+                 : mm->mode == TSR_REF_MATMUL_GEMV ? "ref:gemv"
+                                                    : "ref:blocked-gemm";
   return TSR_OK;
 }

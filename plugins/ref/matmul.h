@@ -22,6 +22,8 @@ typedef enum tsr_ref_matmul_mode {
   TSR_REF_MATMUL_SPLIT = 2,    // blocked; threads share a packed B panel and split its
                                // (A block, column chunk) tasks
   TSR_REF_MATMUL_BATCHED = 3,  // blocked; threads take whole batch items
+  TSR_REF_MATMUL_GEMV = 4,     // one row of A, B with unit columns: B streamed once,
+                               // threads split N
 } tsr_ref_matmul_mode;
 
 typedef struct tsr_ref_matmul_plan {
@@ -29,6 +31,7 @@ typedef struct tsr_ref_matmul_plan {
   int32_t activation;
   int32_t has_bias;
   int32_t mode;           // tsr_ref_matmul_mode
+  int32_t gemv_parallel;  // GEMV: split N across threads
   double alpha, beta;
   int64_t m, n, k;
   int32_t batch_ndim;
