@@ -62,6 +62,10 @@ static const pool_shape pools[] = {
     {"ceil mode", 1, 1, 6, 6, TSR_POOL_AVG, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, 0, 0, 0, 0},
     {"dilation", 1, 2, 7, 7, TSR_POOL_MAX, {2, 2}, {1, 2}, {0, 1}, {0, 1}, {2, 2}, 0, 0, 0, 0, 0},
     {"odd sizes", 3, 1, 5, 3, TSR_POOL_MAX, {2, 3}, {1, 1}, {0, 1}, {0, 1}, {1, 1}, 0, 0, 0, 0, 0},
+    // 2x2 windows, stride 2, over odd sizes: the last row and column are
+    // left out (a fast path in some plugins), channels-last too.
+    {"odd sizes", 2, 3, 7, 9, TSR_POOL_MAX, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0, 0, 0, 0},
+    {"non-contiguous", 2, 3, 7, 5, TSR_POOL_MAX, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0, 1, 1, 0},
     {"non-contiguous", 2, 3, 6, 5, TSR_POOL_MAX, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 0, 0, 1, 0, 0},
     {"non-contiguous", 2, 3, 6, 5, TSR_POOL_AVG, {3, 2}, {2, 1}, {1, 0}, {1, 0}, {1, 1}, 0, 1, 1, 0, 0},
     {"special values", 1, 2, 6, 6, TSR_POOL_MAX, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0, 0, 1, 0},

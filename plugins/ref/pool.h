@@ -21,7 +21,7 @@ typedef struct tsr_ref_pool_plan {
   int32_t count_include_pad;
   int32_t parallel;           // planes go to the host's pool
   int32_t slots;              // per-thread regions in the workspace
-  int32_t reserved;
+  int32_t window2;            // 2x2 windows, stride 2, no padding, all inside x
   int64_t n, c, h, w, oh, ow;
   int64_t kernel[2], stride[2], pad_before[2], pad_after[2], dilation[2];
   // Strides in elements: x (dx), y (dy), indices.
