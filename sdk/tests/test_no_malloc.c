@@ -212,9 +212,85 @@ static void test_eager_add_of_small_tensors_allocates_nothing_after_warm_up(void
 #endif
 }
 
+// A whole training step — Linear, ReLU, Linear, fused cross-entropy,
+// tsr_backward, an SGD-momentum step, inside a scope — allocates nothing in
+// steady state: autograd nodes, scope lists and the backward pass's work
+// arrays come from per-thread caches, tensors from the allocator's cache.
+static void test_a_training_step_allocates_nothing_after_warm_up(void **state) {
+  (void)state;
+#ifdef TSR_TEST_SANITIZED
+  print_message("sanitizer build: the runtime interposes malloc, so this test cannot hook it\n");
+  skip();
+#else
+  tsr_context_options options;
+  tsr_context_options_init(&options);
+  options.plugin_path = TSR_TEST_REF_PATH;
+  options.flags = TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
+  options.fallback = TSR_FALLBACK_DENY;
+  options.num_threads = 1;
+  tsr_context *context = NULL;
+  if (tsr_context_create(&options, &context) != TSR_OK) {
+    fail_msg("tsr_context_create: %s", tsr_last_error());
+  }
+  tsr_device *device = tsr_context_default_device(context);
+  tsr_context_seed_set(context, 3);
+  tsr_module *layers[3] = {tsr_nn_linear(device, 8, 16, 1), tsr_nn_relu(),
+                           tsr_nn_linear(device, 16, 4, 1)};
+  tsr_module *model = tsr_nn_sequential(3, layers);
+  assert_non_null(model);
+  tsr_sgd_options sgd;
+  tsr_sgd_options_init(&sgd);
+  sgd.lr = 0.05;
+  sgd.momentum = 0.9;
+  tsr_optimizer *optimizer = tsr_optim_sgd_for_module(model, &sgd);
+  assert_non_null(optimizer);
+  tsr_tensor *x = tsr_randn(device, TSR_FLOAT32, 2, (int64_t[]){32, 8}, 0.0, 1.0);
+  int64_t labels[32];
+  for (int i = 0; i < 32; ++i) labels[i] = i % 4;
+  tsr_tensor *y = tsr_tensor_from_host(device, TSR_INT64, 1, (int64_t[]){32}, labels);
+  assert_non_null(x);
+  assert_non_null(y);
+  float first = 0, last = 0;
+  unsigned long long before = 0;
+  for (int step = 0; step < 250; ++step) {
+    if (step == 50) {
+      atomic_store(&g_recorded, 0);
+      atomic_store(&g_recording, 1);
+      before = events();
+    }
+    size_t scope = tsr_scope_begin();
+    tsr_optimizer_zero_grad(optimizer);
+    tsr_tensor *logits = tsr_module_forward(model, x);
+    tsr_tensor *loss = logits ? tsr_nn_cross_entropy(logits, y, TSR_REDUCTION_MEAN, 0.0) : NULL;
+    tsr_status status = loss ? tsr_backward(loss, NULL, 0) : tsr_last_status();
+    if (status == TSR_OK) status = tsr_optimizer_step(optimizer);
+    if (status == TSR_OK && (step == 0 || step == 249)) {
+      status = tsr_tensor_to_host(loss, step == 0 ? &first : &last, sizeof(float));
+    }
+    tsr_scope_end(scope);
+    if (status != TSR_OK) fail_msg("step %d: %s", step, tsr_last_error());
+  }
+  unsigned long long after = events();
+  atomic_store(&g_recording, 0);
+  // The steps trained (the loop did real work).
+  assert_true(last < 0.5f * first);
+  if (after != before) {
+    print_recorded_callers();
+    fail_msg("200 training steps made %llu malloc-family calls (first callers above)",
+             after - before);
+  }
+  tsr_tensor_release(x);
+  tsr_tensor_release(y);
+  tsr_optimizer_destroy(optimizer);
+  tsr_module_destroy(model);
+  tsr_context_destroy(context);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eager_add_of_small_tensors_allocates_nothing_after_warm_up),
+      cmocka_unit_test(test_a_training_step_allocates_nothing_after_warm_up),
   };
   return cmocka_run_group_tests_name("no malloc", tests, NULL, NULL);
 }
