@@ -34,6 +34,9 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/autograd.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/nn.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/optim.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/data.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/io.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/dlpack.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
 
 # tessera_abi travels in the export set because tessera links it publicly

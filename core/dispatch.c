@@ -204,14 +204,13 @@ static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature
     api->plan_destroy(plan);  // a concurrent insert won
   }
   if (*out_uncached != NULL) {
-    static _Thread_local struct {
-      tsr_plan_entry entry;
-      uint64_t key[1];
-    } scratch;
-    scratch.entry.plan = plan;
-    scratch.entry.info = info;
-    scratch.entry.fallback_reason = NULL;
-    *out_entry = &scratch.entry;
+    // No key words: only plan, info and reason are read from it.
+    static _Thread_local tsr_plan_entry scratch;
+    scratch.plan = plan;
+    scratch.info = info;
+    scratch.fallback_reason = NULL;
+    scratch.key_length = 0;
+    *out_entry = &scratch;
   }
   return TSR_OK;
 }

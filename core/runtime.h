@@ -200,8 +200,12 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
 void tsr_tensor_unref(tsr_tensor *tensor);
 // Frees this thread's cached storage records.
 void tsr_storage_free_list_trim(void);
-// Frees this thread's cached tensor and storage handles.
+// Frees this thread's cached tensor and storage handles (and the SDK's
+// per-thread autograd caches). Called at context destroy and thread exit.
 void tsr_tensor_free_lists_trim(void);
+// Defined by sdk/autograd.c: frees the calling thread's autograd node cache
+// and backward work arrays. Weak, so that the core links without the SDK.
+void tsr_autograd_thread_trim(void) __attribute__((weak));
 // Arranges for the calling thread's free lists to be trimmed when it exits;
 // one thread-local test after the first call.
 void tsr_thread_free_lists_register(void);

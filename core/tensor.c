@@ -44,6 +44,10 @@ void tsr_tensor_free_lists_trim(void) {
   tls_free_tensor_count = 0;
   tsr_storage_free_list_trim();
   tsr_scope_list_trim();
+  // The SDK's per-thread autograd caches, when the SDK is linked in (core
+  // tests link the core alone).
+  if (tsr_autograd_thread_trim != NULL)
+    tsr_autograd_thread_trim();
 }
 
 static const char *dtype_name(tsr_dtype_t dtype) {

@@ -26,6 +26,11 @@ static TSR_HOT_TLS int tls_free_node_count;
 static TSR_HOT_TLS tsr_ag_node *tls_release_queue;
 static TSR_HOT_TLS int tls_releasing;
 static TSR_HOT_TLS int tls_exit_registered;
+// Per-thread work arrays of the backward pass, kept between passes.
+static TSR_HOT_TLS tsr_ag_node **tls_order;
+static TSR_HOT_TLS size_t tls_order_cap;
+static TSR_HOT_TLS tsr_ag_node **tls_stack;
+static TSR_HOT_TLS size_t tls_stack_cap;
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 static atomic_int g_pass = 1;
@@ -46,6 +51,12 @@ static tsr_ag_node *node_of(const tsr_tensor *t) {
 
 // --- node lifetime ------------------------------------------------------------
 
+static void free_list_trim(void *unused);
+
+// Declared in core/runtime.h; the core calls it at context destroy and when
+// a thread that used tensors exits.
+void tsr_autograd_thread_trim(void) { free_list_trim(NULL); }
+
 static void free_list_trim(void *unused) {
   (void)unused;
   while (tls_free_nodes != NULL) {
@@ -54,6 +65,10 @@ static void free_list_trim(void *unused) {
     free(n);
   }
   tls_free_node_count = 0;
+  free(tls_order);
+  free(tls_stack);
+  tls_order = tls_stack = NULL;
+  tls_order_cap = tls_stack_cap = 0;
 }
 
 static void exit_key_create(void) {
@@ -330,11 +345,6 @@ tsr_tensor *tsr_detach(tsr_tensor *tensor) {
 
 // --- backward -----------------------------------------------------------------
 
-// Per-thread work arrays, kept between passes.
-static TSR_HOT_TLS tsr_ag_node **tls_order;
-static TSR_HOT_TLS size_t tls_order_cap;
-static TSR_HOT_TLS tsr_ag_node **tls_stack;
-static TSR_HOT_TLS size_t tls_stack_cap;
 
 static int array_reserve(tsr_ag_node ***array, size_t *cap, size_t need) {
   if (need <= *cap)

@@ -463,5 +463,7 @@ static inline tsr_tensor *tsr_gelu(tsr_tensor *x) { return tsr_unary(x, TSR_UNAR
 #include "tessera/autograd.h"
 #include "tessera/nn.h"
 #include "tessera/optim.h"
+#include "tessera/data.h"
+#include "tessera/io.h"
 
 #endif  // TESSERA_TESSERA_H_

@@ -1,0 +1,101 @@
+// Tessera: datasets and batch loaders (included by tessera/tessera.h).
+//
+// A dataset holds N examples, each a float32 feature tensor of fixed sizes
+// and an int64 label. The IDX reader (MNIST, Fashion-MNIST; raw or gzip)
+// loads a whole file pair into host memory; a callback dataset asks the
+// application for each example. A loader draws batches from a dataset in a
+// seeded shuffled order and prepares the next batch on a background thread
+// while the current one trains.
+#ifndef TESSERA_DATA_H_
+#define TESSERA_DATA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsr_dataset tsr_dataset;
+typedef struct tsr_loader tsr_loader;
+
+typedef struct tsr_idx_options {
+  size_t struct_size;
+  double mean;      // features = (pixel / 255 - mean) / std; default 0
+  double std;       // default 1
+  int64_t limit;    // keep the first |limit| examples; 0: all
+  uint32_t flatten; // 1: examples are [rows * cols]; 0 (default): [1, rows, cols]
+  uint32_t reserved;
+} tsr_idx_options;
+TSR_API void tsr_idx_options_init(tsr_idx_options *options);
+
+// Reads an IDX image file (magic 0x00000803, uint8 [N, rows, cols]) and an
+// IDX label file (0x00000801, uint8 [N]), each raw or gzip-compressed
+// (detected by content). Errors name the file and the problem (missing,
+// truncated, bad magic, counts that differ, label out of range 0..255).
+// The dataset is owned by the caller (tsr_dataset_destroy). Thread-safe.
+TSR_API tsr_status tsr_dataset_idx_open(const char *images_path, const char *labels_path,
+                                        const tsr_idx_options *options,
+                                        tsr_dataset **out_dataset);
+// The MNIST layout of a folder: "<dir>/train-images-idx3-ubyte[.gz]" and
+// "...-labels-idx1-ubyte[.gz]" for |split| "train", "t10k-..." for "test".
+TSR_API tsr_status tsr_dataset_mnist_open(const char *dir, const char *split,
+                                          const tsr_idx_options *options,
+                                          tsr_dataset **out_dataset);
+
+// Writes example |index|'s features (numel of the example sizes, row-major)
+// to |out_features| and its label to |out_label|. May be called from the
+// loader's background thread, one call at a time per dataset.
+typedef tsr_status (*tsr_dataset_get_fn)(void *user, int64_t index, float *out_features,
+                                         int64_t *out_label);
+// A dataset of |count| examples of sizes |example_sizes| served by |get|;
+// |user| must outlive the dataset.
+TSR_API tsr_status tsr_dataset_callback_create(int64_t count, int32_t rank,
+                                               const int64_t *example_sizes,
+                                               tsr_dataset_get_fn get, void *user,
+                                               tsr_dataset **out_dataset);
+TSR_API void tsr_dataset_destroy(tsr_dataset *dataset);
+TSR_API int64_t tsr_dataset_size(const tsr_dataset *dataset);
+// Sizes of one example's features (owned by the dataset).
+TSR_API int32_t tsr_dataset_example_rank(const tsr_dataset *dataset);
+TSR_API const int64_t *tsr_dataset_example_sizes(const tsr_dataset *dataset);
+// Example |index| into caller memory (numel floats and one label).
+TSR_API tsr_status tsr_dataset_get(const tsr_dataset *dataset, int64_t index,
+                                   float *out_features, int64_t *out_label);
+
+typedef struct tsr_loader_options {
+  size_t struct_size;
+  int64_t batch_size;   // default 64
+  uint64_t seed;        // shuffle seed; epoch e uses a permutation of (seed, e)
+  uint32_t shuffle;     // default 1
+  uint32_t drop_last;   // default 0: the last batch may be smaller
+  uint32_t prefetch;    // default 1: a background thread prepares the next batch
+  uint32_t reserved;
+} tsr_loader_options;
+TSR_API void tsr_loader_options_init(tsr_loader_options *options);
+
+// A loader over |dataset| (borrowed; it must outlive the loader) producing
+// batches on |device|. Starts at epoch 0, batch 0. Owned by the caller.
+TSR_API tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
+                                     const tsr_loader_options *options, tsr_loader **out_loader);
+// Joins the background thread and frees the loader. NULL is ignored.
+TSR_API void tsr_loader_destroy(tsr_loader *loader);
+// The next batch of the current epoch: features [B, example sizes...] float32
+// and labels [B] int64, new tensors on the loader's device (caller's
+// references; adopted by an open scope like any result). TSR_NOT_FOUND (and
+// NULLs) when the epoch is exhausted; the following call starts the next
+// epoch. Not thread-safe: one thread draws from a loader.
+TSR_API tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features,
+                                   tsr_tensor **out_labels);
+TSR_API int64_t tsr_loader_batch_count(const tsr_loader *loader);   // batches per epoch
+TSR_API int64_t tsr_loader_epoch(const tsr_loader *loader);
+TSR_API int64_t tsr_loader_position(const tsr_loader *loader);      // batches taken this epoch
+// Moves to batch |position| of |epoch| (for resuming a checkpoint): the next
+// batch is exactly the one an uninterrupted run would have drawn there.
+TSR_API tsr_status tsr_loader_seek(tsr_loader *loader, int64_t epoch, int64_t position);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TESSERA_DATA_H_

@@ -1,0 +1,250 @@
+// DLPack export and import.
+//
+// Export shares the tensor's storage: the plugin ABI gives the host address
+// of a host-accessible device's buffer (buffer_host_ptr_get), and the
+// DLManagedTensor holds a reference to the tensor until its deleter runs.
+//
+// Import copies. Wrapping the producer's memory would need a plugin buffer
+// over foreign memory, and the ABI (0.2) has no entry that makes one: every
+// buffer an op may touch comes from the plugin's buffer_alloc. So the values
+// are gathered (any strides) into a new tensor on |device| and the
+// producer's deleter is called before tsr_dlpack_import returns.
+#include "tessera/dlpack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+typedef struct dlpack_export_ctx {
+  DLManagedTensor managed;
+  tsr_tensor *tensor;  // a reference of our own
+  int64_t shape[TSR_MAX_RANK];
+  int64_t strides[TSR_MAX_RANK];
+} dlpack_export_ctx;
+
+static int dtype_to_dl(tsr_dtype_t dtype, DLDataType *out) {
+  switch (dtype) {
+    case TSR_FLOAT32:
+      *out = (DLDataType){kDLFloat, 32, 1};
+      return 1;
+    case TSR_FLOAT64:
+      *out = (DLDataType){kDLFloat, 64, 1};
+      return 1;
+    case TSR_FLOAT16:
+      *out = (DLDataType){kDLFloat, 16, 1};
+      return 1;
+    case TSR_BFLOAT16:
+      *out = (DLDataType){kDLBfloat, 16, 1};
+      return 1;
+    case TSR_INT32:
+      *out = (DLDataType){kDLInt, 32, 1};
+      return 1;
+    case TSR_INT64:
+      *out = (DLDataType){kDLInt, 64, 1};
+      return 1;
+    case TSR_BOOL:
+      *out = (DLDataType){kDLBool, 8, 1};
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static int dtype_from_dl(DLDataType dl, tsr_dtype_t *out) {
+  if (dl.lanes != 1)
+    return 0;
+  switch (dl.code) {
+    case kDLFloat:
+      if (dl.bits == 32)
+        *out = TSR_FLOAT32;
+      else if (dl.bits == 64)
+        *out = TSR_FLOAT64;
+      else if (dl.bits == 16)
+        *out = TSR_FLOAT16;
+      else
+        return 0;
+      return 1;
+    case kDLBfloat:
+      if (dl.bits != 16)
+        return 0;
+      *out = TSR_BFLOAT16;
+      return 1;
+    case kDLInt:
+      if (dl.bits == 32)
+        *out = TSR_INT32;
+      else if (dl.bits == 64)
+        *out = TSR_INT64;
+      else
+        return 0;
+      return 1;
+    case kDLBool:
+      if (dl.bits != 8)
+        return 0;
+      *out = TSR_BOOL;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static void dlpack_export_delete(DLManagedTensor *self) {
+  if (self == NULL)
+    return;
+  dlpack_export_ctx *ctx = self->manager_ctx;
+  tsr_tensor_unref(ctx->tensor);
+  free(ctx);
+}
+
+tsr_status tsr_dlpack_export(tsr_tensor *tensor, DLManagedTensor **out_managed) {
+  if (out_managed != NULL)
+    *out_managed = NULL;
+  if (tensor == NULL || out_managed == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "dlpack_export: %s is NULL",
+                         tensor == NULL ? "tensor" : "out_managed");
+  }
+  tsr_device *device = tensor->device;
+  tsr_device_props props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  TSR_RETURN_IF_ERROR(tsr_device_props_get(device, &props));
+  const tsr_plugin_api *api = device->plugin->api;
+  if (!(props.flags & TSR_DEVICE_HOST_ACCESSIBLE) ||
+      !TSR_ABI_HAS(api, tsr_plugin_api, buffer_host_ptr_get)) {
+    return tsr_fail(device, TSR_UNSUPPORTED,
+                    "dlpack_export: device %s is not host-accessible; copy the tensor to a CPU "
+                    "device first (tsr_tensor_to_device)",
+                    device->name);
+  }
+  DLDataType dtype;
+  if (!dtype_to_dl(tensor->dtype, &dtype)) {
+    return tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_export: tensor has unknown dtype %d",
+                    (int)tensor->dtype);
+  }
+  void *base = NULL;
+  if (tensor->storage != NULL && tensor->storage->buffer != NULL) {
+    tsr_status status = api->buffer_host_ptr_get(tensor->storage->buffer, &base);
+    if (status != TSR_OK) {
+      tsr_error_prefix("dlpack_export: buffer_host_ptr_get");
+      return tsr_fail(device, status, "%s", tsr_error_message());
+    }
+  }
+  // The consumer reads the memory directly, outside every stream: the work
+  // writing it must be finished first.
+  TSR_RETURN_IF_ERROR(tsr_device_synchronize(device));
+  dlpack_export_ctx *ctx = calloc(1, sizeof(*ctx));
+  if (ctx == NULL)
+    return tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_export: no host memory");
+  ctx->tensor = tsr_tensor_retain(tensor);
+  for (int32_t d = 0; d < tensor->rank; ++d) {
+    ctx->shape[d] = tensor->sizes[d];
+    ctx->strides[d] = tensor->strides[d];
+  }
+  DLTensor *t = &ctx->managed.dl_tensor;
+  t->data = base;
+  t->device = (DLDevice){kDLCPU, 0};
+  t->ndim = tensor->rank;
+  t->dtype = dtype;
+  t->shape = ctx->shape;
+  t->strides = ctx->strides;
+  t->byte_offset = (uint64_t)tensor->offset * tsr_dtype_size(tensor->dtype);
+  ctx->managed.manager_ctx = ctx;
+  ctx->managed.deleter = dlpack_export_delete;
+  *out_managed = &ctx->managed;
+  return TSR_OK;
+}
+
+// Copies element by element in row-major order from a strided source.
+static void gather(const char *src, char *dst, int32_t rank, const int64_t *sizes,
+                   const int64_t *strides, size_t elem, int64_t numel) {
+  int64_t index[TSR_MAX_RANK] = {0};
+  int64_t at = 0;  // element offset of |index| in the source
+  for (int64_t i = 0; i < numel; ++i) {
+    memcpy(dst + (size_t)i * elem, src + at * (int64_t)elem, elem);
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < sizes[d]) {
+        at += strides[d];
+        break;
+      }
+      at -= strides[d] * (index[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+tsr_tensor *tsr_dlpack_import(DLManagedTensor *managed, tsr_device *device) {
+  if (managed == NULL || device == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "dlpack_import: %s is NULL",
+                  managed == NULL ? "managed" : "device");
+    return NULL;
+  }
+  const DLTensor *t = &managed->dl_tensor;
+  if (t->device.device_type != kDLCPU) {
+    tsr_fail(device, TSR_UNSUPPORTED,
+             "dlpack_import: device type %d is not kDLCPU (1); only host memory is imported",
+             (int)t->device.device_type);
+    return NULL;
+  }
+  tsr_dtype_t dtype;
+  if (!dtype_from_dl(t->dtype, &dtype)) {
+    tsr_fail(device, TSR_UNSUPPORTED,
+             "dlpack_import: dtype {code %u, bits %u, lanes %u} has no Tessera dtype (float "
+             "16/32/64, bfloat 16, int 32/64, bool 8; one lane)",
+             t->dtype.code, t->dtype.bits, t->dtype.lanes);
+    return NULL;
+  }
+  if (t->ndim < 0 || t->ndim > TSR_MAX_RANK || (t->ndim > 0 && t->shape == NULL)) {
+    tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: ndim is %d%s; at most %d", t->ndim,
+             t->ndim > 0 && t->shape == NULL ? " with shape NULL" : "", TSR_MAX_RANK);
+    return NULL;
+  }
+  int64_t numel = 1;
+  for (int32_t d = 0; d < t->ndim; ++d) {
+    if (t->shape[d] < 0 || (t->shape[d] != 0 && numel > INT64_MAX / t->shape[d])) {
+      tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: shape[%d] is %lld", d,
+               (long long)t->shape[d]);
+      return NULL;
+    }
+    numel *= t->shape[d];
+  }
+  size_t elem = tsr_dtype_size(dtype);
+  if (numel > 0 && t->data == NULL) {
+    tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: data is NULL for %lld elements",
+             (long long)numel);
+    return NULL;
+  }
+  if ((uint64_t)numel > SIZE_MAX / elem) {
+    tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_import: %lld elements overflow", (long long)numel);
+    return NULL;
+  }
+  int64_t strides[TSR_MAX_RANK];
+  int64_t running = 1;
+  for (int32_t d = t->ndim - 1; d >= 0; --d) {
+    strides[d] = t->strides != NULL ? t->strides[d] : running;
+    running *= t->shape[d] > 0 ? t->shape[d] : 1;
+  }
+  char *packed = malloc(numel > 0 ? (size_t)numel * elem : 1);
+  if (packed == NULL) {
+    tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_import: no host memory for %lld elements",
+             (long long)numel);
+    return NULL;
+  }
+  if (numel > 0) {
+    gather((const char *)t->data + t->byte_offset, packed, t->ndim, t->shape, strides, elem, numel);
+  }
+  if (dtype == TSR_BOOL) {
+    // Tessera's bool is 0 or 1.
+    for (int64_t i = 0; i < numel; ++i) packed[i] = packed[i] != 0;
+  }
+  tsr_tensor *result = tsr_tensor_from_host(device, dtype, t->ndim, t->shape, packed);
+  free(packed);
+  if (result == NULL) {
+    tsr_error_prefix("dlpack_import");
+    return NULL;
+  }
+  // The values are copied: the producer's tensor is not needed any more.
+  if (managed->deleter != NULL)
+    managed->deleter(managed);
+  return result;
+}

@@ -1,0 +1,7 @@
+# Issue 8: safetensors files, checkpoints and DLPack (paths relative to sdk/).
+list(APPEND TSR_SDK_SOURCES
+  io/safetensors_parse.c
+  io/safetensors.c
+  io/atomic_file.c
+  io/checkpoint.c
+  io/dlpack.c)

@@ -1,0 +1,12 @@
+# Issue 8, data: the IDX reader, callback datasets and the batch loader.
+# (Included inside tsr_sdk_tests_define, at the top-level directory.)
+# The test writes its own IDX files, gzip ones with zlib; find_package's
+# imported target is local to sdk/, so it is looked up again here.
+find_package(ZLIB REQUIRED)
+tsr_sdk_device_test(test_data SOURCES test_data.c)
+foreach(_tsr_data_test test_data_ref test_data_onednn)
+  if(TARGET ${_tsr_data_test})
+    target_link_libraries(${_tsr_data_test} PRIVATE ZLIB::ZLIB)
+    set_tests_properties(${_tsr_data_test} PROPERTIES TIMEOUT 120)
+  endif()
+endforeach()

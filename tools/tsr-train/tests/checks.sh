@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tsr-train's ctest checks. Usage: checks.sh TSR_TRAIN CHECK
+#   e2e        the MLP on 10,000 training images, 2 epochs, seed 1, reaches at
+#              least 80% on all 10,000 test images
+#   resume     2 epochs equal 1 epoch + resume + 1 epoch, bit for bit, on ref
+#   bad-input  a missing data folder, truncated and corrupt IDX files, a
+#              checkpoint of another model, a corrupt checkpoint and bad
+#              options each fail with a clear message and a non-zero status
+# Exit 77 (ctest: skipped) when Fashion-MNIST is not installed.
+set -uo pipefail
+train="$1"
+check="$2"
+data=/usr/share/datasets/fashion-mnist
+if [[ ! -d "$data" ]]; then
+  echo "SKIPPED: $data is absent (Debian package dataset-fashion-mnist)"
+  exit 77
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+# Runs tsr-train expecting failure; the message must match $1.
+expect_failure() {
+  local pattern="$1"
+  shift
+  local out status
+  out="$("$train" "$@" 2>&1)"
+  status=$?
+  [[ $status -ne 0 ]] || fail "tsr-train $* succeeded; expected: $pattern"
+  [[ $status -lt 128 ]] || fail "tsr-train $* crashed (status $status): $out"
+  grep -q -- "$pattern" <<<"$out" || fail "tsr-train $*: message does not match '$pattern': $out"
+  echo "ok: $* -> $(grep -- "$pattern" <<<"$out" | head -1)"
+}
+
+case "$check" in
+  e2e)
+    "$train" --model mlp --epochs 2 --train-limit 10000 --seed 1 --metrics e2e || fail "training failed"
+    accuracy="$(tail -1 e2e.csv | cut -d, -f3)"
+    awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.80) }' || fail "test accuracy $accuracy < 0.80"
+    [[ -s e2e.png ]] || fail "no plot"
+    echo "test accuracy $accuracy"
+    ;;
+  resume)
+    common=(--device ref --model mlp --train-limit 1500 --batch 50 --seed 7)
+    "$train" "${common[@]}" --epochs 2 --save a.st --metrics a >/dev/null || fail "run a"
+    "$train" "${common[@]}" --epochs 1 --save b.st --metrics b >/dev/null || fail "run b1"
+    "$train" "${common[@]}" --epochs 2 --resume b.st --save b.st --metrics b2 >/dev/null ||
+      fail "run b2"
+    cmp a.st b.st || fail "the resumed run's checkpoint differs from the uninterrupted run's"
+    [[ "$(tail -1 a.csv | cut -d, -f2,3)" == "$(tail -1 b2.csv | cut -d, -f2,3)" ]] ||
+      fail "losses or accuracies differ"
+    echo "identical"
+    ;;
+  bad-input)
+    expect_failure "data folder $work/none does not exist" --data "$work/none"
+    mkdir -p trunc corrupt empty
+    # Truncated: the real header, then a fraction of the pixels.
+    head -c 1000 <(gzip -dc "$data/train-images-idx3-ubyte.gz") > trunc/train-images-idx3-ubyte
+    cp "$data/train-labels-idx1-ubyte.gz" "$data/t10k-images-idx3-ubyte.gz" \
+       "$data/t10k-labels-idx1-ubyte.gz" trunc/
+    expect_failure "train-images-idx3-ubyte.*truncated" --data trunc --device ref
+    # Corrupt gzip: garbage after a valid gzip header.
+    { printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03'; head -c 4000 /dev/urandom; } \
+      > corrupt/train-images-idx3-ubyte.gz
+    cp "$data/train-labels-idx1-ubyte.gz" "$data/t10k-images-idx3-ubyte.gz" \
+       "$data/t10k-labels-idx1-ubyte.gz" corrupt/
+    expect_failure "train-images-idx3-ubyte.gz" --data corrupt --device ref
+    expect_failure "train-images-idx3-ubyte" --data empty --device ref
+    "$train" --device ref --model cnn --epochs 1 --train-limit 200 --save cnn.st \
+      --metrics c >/dev/null || fail "cnn run"
+    expect_failure "cnn.st" --device ref --model mlp --epochs 2 --resume cnn.st
+    head -c 3000 cnn.st > broken.st
+    expect_failure "broken.st" --device ref --model cnn --epochs 2 --resume broken.st
+    expect_failure "no-such.st" --device ref --resume no-such.st
+    expect_failure "--model must be mlp or cnn" --model rnn
+    expect_failure "--epochs must be" --epochs 0
+    expect_failure "--lr must be" --lr -1
+    expect_failure "unknown or incomplete option" --bogus
+    ;;
+  *)
+    echo "unknown check $check"
+    exit 2
+    ;;
+esac
