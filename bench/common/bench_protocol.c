@@ -60,6 +60,10 @@ static int request_parse(const char *line, bench_request *out) {
   return 1;
 }
 
+static double g_extra_accuracy = -1.0;
+
+void bench_extra_accuracy_set(double accuracy) { g_extra_accuracy = accuracy; }
+
 int bench_serve(bench_run_fn run, bench_info_fn info, void *user) {
   static double samples[BENCH_MAX_SAMPLES];
   char line[512];
@@ -77,13 +81,18 @@ int bench_serve(bench_run_fn run, bench_info_fn info, void *user) {
         reply_failure(0, "malformed request: expected 'run WORKLOAD ARG WARMUP SAMPLES INNER' "
                          "with SAMPLES in 1..1000 and INNER >= 1");
       } else {
+        g_extra_accuracy = -1.0;
         bench_result result = run(user, &request, samples, message, sizeof(message));
         if (result == BENCH_OK) {
           fputs("{\"ok\":true,\"samples\":[", stdout);
           for (int32_t i = 0; i < request.samples; ++i) {
             fprintf(stdout, "%s%.9g", i ? "," : "", samples[i]);
           }
-          fputs("]}\n", stdout);
+          fputs("]", stdout);
+          if (g_extra_accuracy >= 0) {
+            fprintf(stdout, ",\"extra\":{\"test_accuracy\":%.6f}", g_extra_accuracy);
+          }
+          fputs("}\n", stdout);
         } else {
           reply_failure(result == BENCH_NOT_YET, message[0] ? message : "no reason given");
         }

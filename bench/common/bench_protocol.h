@@ -51,6 +51,10 @@ typedef void (*bench_info_fn)(void *user, FILE *out);
 // process exit status.
 int bench_serve(bench_run_fn run, bench_info_fn info, void *user);
 
+// Reports a test accuracy with the current request's samples (fashion_epoch);
+// cleared after each reply.
+void bench_extra_accuracy_set(double accuracy);
+
 // Monotonic time in seconds.
 double bench_now(void);
 
