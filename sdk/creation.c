@@ -1,27 +1,12 @@
 // Creating tensors with computed contents: constants, ranges and random
 // numbers from the context's counter-based RNG.
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
-
-static tsr_tensor *creation_fail(const tsr_device *device, tsr_status status, const char *format,
-                                 ...) TSR_ABI_PRINTF(3, 4);
-
-static tsr_tensor *creation_fail(const tsr_device *device, tsr_status status, const char *format,
-                                 ...) {
-  char message[512];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
-  va_end(args);
-  tsr_fail(device, status, "%s", message);
-  return NULL;
-}
+#include "sdk_errors.h"
 
 static int dtype_is_float(tsr_dtype_t dtype) {
   return dtype == TSR_FLOAT32 || dtype == TSR_FLOAT64 || dtype == TSR_BFLOAT16 ||
@@ -32,7 +17,7 @@ static int dtype_is_float(tsr_dtype_t dtype) {
 static tsr_tensor *filled(const char *what, tsr_device *device, tsr_dtype_t dtype, int32_t rank,
                           const int64_t *sizes, double value) {
   if (device == NULL)
-    return creation_fail(NULL, TSR_INVALID_ARGUMENT, "%s: device is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: device is NULL", what);
   tsr_tensor *t = tsr_tensor_alloc(what, device, dtype, rank, sizes);
   if (t == NULL)
     return NULL;
@@ -54,7 +39,7 @@ tsr_tensor *tsr_ones(tsr_device *device, tsr_dtype_t dtype, int32_t rank, const 
 
 tsr_tensor *tsr_full_like(const tsr_tensor *like, double value) {
   if (like == NULL)
-    return creation_fail(NULL, TSR_INVALID_ARGUMENT, "full_like: like is NULL");
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "full_like: like is NULL");
   return filled("full_like", like->device, like->dtype, like->rank, like->sizes, value);
 }
 
@@ -65,21 +50,21 @@ tsr_tensor *tsr_full_like(const tsr_tensor *like, double value) {
 tsr_tensor *tsr_arange(tsr_device *device, tsr_dtype_t dtype, double start, double end,
                        double step) {
   if (device == NULL)
-    return creation_fail(NULL, TSR_INVALID_ARGUMENT, "arange: device is NULL");
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "arange: device is NULL");
   if (!isfinite(start) || !isfinite(end) || !isfinite(step)) {
-    return creation_fail(device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                          "arange: start %g, end %g and step %g must all be finite", start, end,
                          step);
   }
   if (step == 0.0)
-    return creation_fail(device, TSR_INVALID_ARGUMENT, "arange: step is 0");
+    return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT, "arange: step is 0");
   if (dtype == TSR_BOOL || tsr_dtype_size(dtype) == 0) {
-    return creation_fail(device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                          "arange: dtype %d is not a number type (float or int)", dtype);
   }
   double span = ceil((end - start) / step);
   if (!(span <= ARANGE_MAX_COUNT)) {
-    return creation_fail(device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                          "arange: [%g, %g) with step %g has %g elements, more than 2^53", start,
                          end, step, span);
   }
@@ -90,7 +75,7 @@ tsr_tensor *tsr_arange(tsr_device *device, tsr_dtype_t dtype, double start, doub
     double min = dtype == TSR_INT32 ? (double)INT32_MIN : -9223372036854775808.0;
     double max = dtype == TSR_INT32 ? (double)INT32_MAX : 9223372036854775807.0;
     if (lo < min || lo >= max + 1.0 || hi < min || hi >= max + 1.0) {
-      return creation_fail(device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                            "arange: values from %g to %g do not fit dtype %s", lo, hi,
                            dtype == TSR_INT32 ? "int32" : "int64");
     }
@@ -100,7 +85,7 @@ tsr_tensor *tsr_arange(tsr_device *device, tsr_dtype_t dtype, double start, doub
   size_t elem = tsr_dtype_size(host_dtype);
   void *data = calloc(count > 0 ? (size_t)count : 1, elem);
   if (data == NULL) {
-    return creation_fail(device, TSR_OUT_OF_MEMORY, "arange: no host memory for %lld elements",
+    return tsr_sdk_fail(device, TSR_OUT_OF_MEMORY, "arange: no host memory for %lld elements",
                          (long long)count);
   }
   for (int64_t i = 0; i < count; ++i) {
@@ -178,9 +163,9 @@ static tsr_tensor *random_tensor(const char *what, tsr_device *device, tsr_dtype
                                  int32_t rank, const int64_t *sizes,
                                  tsr_rng_distribution_t distribution, double a, double b) {
   if (device == NULL)
-    return creation_fail(NULL, TSR_INVALID_ARGUMENT, "%s: device is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: device is NULL", what);
   if (!dtype_is_float(dtype)) {
-    return creation_fail(device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                          "%s: dtype %d is not a float dtype (float32, float64, bfloat16, float16)",
                          what, dtype);
   }

@@ -1,33 +1,13 @@
 // Neural-network op functions (convolution, pooling, softmax, norms, the
 // fused loss and optimizer updates) and their autograd rules: shape
 // inference, the outputs, one dispatch, then the node on the tape.
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
-
-static tsr_tensor *nn_fail(const tsr_device *device, tsr_status status, const char *format, ...)
-    TSR_ABI_PRINTF(3, 4);
-
-static tsr_tensor *nn_fail(const tsr_device *device, tsr_status status, const char *format, ...) {
-  char message[512];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
-  va_end(args);
-  tsr_fail(device, status, "%s", message);
-  return NULL;
-}
-
-// The status of the failure that a NULL result of an SDK call reported.
-static tsr_status last_status(void) {
-  tsr_status status = tsr_error_status();
-  return status != TSR_OK ? status : TSR_INTERNAL;
-}
+#include "sdk_errors.h"
 
 static void release_all(int32_t count, tsr_tensor **tensors) {
   for (int32_t i = 0; i < count; ++i) {
@@ -46,7 +26,7 @@ static tsr_status alloc_run(const char *what, tsr_op_id_t op, tsr_device *device
     outputs[i] = tsr_tensor_alloc(what, device, dtypes[i], ranks[i], sizes[i]);
     if (outputs[i] == NULL) {
       release_all(count, outputs);
-      return last_status();
+      return tsr_sdk_last_status();
     }
   }
   tsr_status status = tsr_dispatch(op, ni, inputs, count, outputs, attrs);
@@ -153,13 +133,13 @@ static tsr_status conv2d_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   int has_bias = node->num_inputs == 3;
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   if (a.activation == TSR_ACTIVATION_RELU) {
     // relu'(pre) = (y > 0) with y the fused output.
     tsr_tensor *masked = tsr_unary_backward(g, node->saved[0], TSR_UNARY_RELU, 0.0);
     tsr_tensor_release(g);
     if (masked == NULL)
-      return last_status();
+      return tsr_sdk_last_status();
     g = masked;
   }
   a.activation = TSR_ACTIVATION_NONE;
@@ -167,7 +147,7 @@ static tsr_status conv2d_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   if (tsr_ag_needs_grad(node, 0)) {
     out_dx[0] = tsr_conv2d_backward_data(g, w, x->sizes, &a);
     if (out_dx[0] == NULL)
-      status = last_status();
+      status = tsr_sdk_last_status();
   }
   int want_w = tsr_ag_needs_grad(node, 1), want_b = has_bias && tsr_ag_needs_grad(node, 2);
   if (status == TSR_OK && (want_w || want_b)) {
@@ -214,10 +194,10 @@ tsr_tensor *tsr_conv2d(tsr_tensor *x, tsr_tensor *w, tsr_tensor *bias,
   int64_t y_sizes[TSR_MAX_RANK] = {0};
   if (conv_attrs_get(what, attrs, &a) != TSR_OK ||
       conv_shape(what, x->sizes, w->sizes, &a, y_sizes) != TSR_OK) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   if (bias != NULL && (bias->rank != 1 || bias->sizes[0] != w->sizes[0])) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                    "conv2d: bias must be [O] = [%lld], it has rank %d and %lld elements",
                    (long long)w->sizes[0], bias->rank, (long long)tsr_tensor_numel(bias));
   }
@@ -265,16 +245,16 @@ tsr_tensor *tsr_conv2d_backward_data(tsr_tensor *dy, tsr_tensor *w, const int64_
     return NULL;
   }
   if (x_sizes == NULL)
-    return nn_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
+    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
   tsr_conv2d_attrs a;
   int64_t y_sizes[4];
   if (conv_attrs_get(what, attrs, &a) != TSR_OK ||
       conv_shape(what, x_sizes, w->sizes, &a, y_sizes) != TSR_OK) {
-    return nn_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   for (int d = 0; d < 4; ++d) {
     if (dy->sizes[d] != y_sizes[d]) {
-      return nn_fail(dy->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT,
                      "%s: dy sizes[%d] is %lld, the convolution's output has %lld", what, d,
                      (long long)dy->sizes[d], (long long)y_sizes[d]);
     }
@@ -404,11 +384,11 @@ static tsr_status pool2d_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   memcpy(&a, node->attrs, sizeof(a));
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   out_dx[0] = tsr_pool2d_backward(g, a.kind == TSR_POOL_MAX ? node->saved[0] : NULL,
                                   node->inputs[0]->sizes, &a);
   tsr_tensor_release(g);
-  return out_dx[0] != NULL ? TSR_OK : last_status();
+  return out_dx[0] != NULL ? TSR_OK : tsr_sdk_last_status();
 }
 
 tsr_tensor *tsr_pool2d(tsr_tensor *x, const tsr_pool2d_attrs *attrs, tsr_tensor **out_indices) {
@@ -421,7 +401,7 @@ tsr_tensor *tsr_pool2d(tsr_tensor *x, const tsr_pool2d_attrs *attrs, tsr_tensor 
   int64_t sizes[2][TSR_MAX_RANK] = {{0}};
   if (pool_attrs_get(what, attrs, &a) != TSR_OK ||
       pool_shape(what, x->sizes, &a, sizes[0]) != TSR_OK) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   memcpy(sizes[1], sizes[0], sizeof(sizes[0]));
   int is_max = a.kind == TSR_POOL_MAX;
@@ -460,23 +440,23 @@ tsr_tensor *tsr_pool2d_backward(tsr_tensor *dy, tsr_tensor *indices, const int64
   if (conv_rank_check(what, "dy", dy) != TSR_OK)
     return NULL;
   if (x_sizes == NULL)
-    return nn_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
+    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
   tsr_pool2d_attrs a;
   int64_t y_sizes[4];
   if (pool_attrs_get(what, attrs, &a) != TSR_OK ||
       pool_shape(what, x_sizes, &a, y_sizes) != TSR_OK) {
-    return nn_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   for (int d = 0; d < 4; ++d) {
     if (dy->sizes[d] != y_sizes[d]) {
-      return nn_fail(dy->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT,
                      "%s: dy sizes[%d] is %lld, pooling x gives %lld", what, d,
                      (long long)dy->sizes[d], (long long)y_sizes[d]);
     }
   }
   int is_max = a.kind == TSR_POOL_MAX;
   if (is_max && indices == NULL) {
-    return nn_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: MAX pooling needs the indices", what);
+    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: MAX pooling needs the indices", what);
   }
   int64_t dx_sizes[1][TSR_MAX_RANK] = {{x_sizes[0], x_sizes[1], x_sizes[2], x_sizes[3]}};
   int32_t rank = 4;
@@ -490,9 +470,9 @@ tsr_tensor *tsr_pool2d_backward(tsr_tensor *dy, tsr_tensor *indices, const int64
 static tsr_tensor *square_pool(const char *what, tsr_tensor *x, tsr_pool_kind_t kind, int64_t k,
                                int64_t s, int64_t p) {
   if (x == NULL)
-    return nn_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
   if (k < 1 || s < 1 || p < 0) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                    "%s: kernel %lld and stride %lld must be >= 1, padding %lld >= 0", what,
                    (long long)k, (long long)s, (long long)p);
   }
@@ -515,18 +495,18 @@ tsr_tensor *tsr_avg_pool2d(tsr_tensor *x, int64_t k, int64_t s, int64_t p) {
 static tsr_status softmax_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor **out_dx) {
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   out_dx[0] = tsr_softmax_backward(g, node->saved[0], (int32_t)node->ints[0], (int)node->ints[1]);
   tsr_tensor_release(g);
-  return out_dx[0] != NULL ? TSR_OK : last_status();
+  return out_dx[0] != NULL ? TSR_OK : tsr_sdk_last_status();
 }
 
 static tsr_tensor *softmax_common(const char *what, tsr_tensor *x, int32_t axis, int log) {
   if (x == NULL)
-    return nn_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
   int32_t a = axis < 0 ? axis + x->rank : axis;
   if (x->rank < 1 || a < 0 || a >= x->rank) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
                    axis, x->rank);
   }
   tsr_softmax_attrs attrs = {sizeof(attrs), a, log != 0};
@@ -564,18 +544,18 @@ tsr_tensor *tsr_log_softmax(tsr_tensor *x, int32_t axis) {
 tsr_tensor *tsr_softmax_backward(tsr_tensor *dy, tsr_tensor *y, int32_t axis, int log) {
   const char *what = "softmax_backward";
   if (dy == NULL || y == NULL) {
-    return nn_fail(dy ? dy->device : NULL, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
+    return tsr_sdk_fail(dy ? dy->device : NULL, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
                    dy ? "y" : "dy");
   }
   int32_t a = axis < 0 ? axis + y->rank : axis;
   if (y->rank < 1 || a < 0 || a >= y->rank) {
-    return nn_fail(y->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
+    return tsr_sdk_fail(y->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
                    axis, y->rank);
   }
   int same = dy->rank == y->rank;
   for (int32_t d = 0; same && d < y->rank; ++d) same = dy->sizes[d] == y->sizes[d];
   if (!same) {
-    return nn_fail(y->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(y->device, TSR_INVALID_ARGUMENT,
                    "%s: dy (rank %d) and y (rank %d) differ in "
                    "shape",
                    what, dy->rank, y->rank);
@@ -607,7 +587,7 @@ static tsr_status layer_norm_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_t
   int affine = node->num_inputs == 3;
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   tsr_tensor *dx = NULL, *dgamma = NULL, *dbeta = NULL;
   tsr_status status = tsr_layer_norm_backward(
       g, node->inputs[0], node->saved[0], node->saved[1], affine ? node->inputs[1] : NULL,
@@ -634,20 +614,20 @@ tsr_tensor *tsr_layer_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta, i
   if (out_rstd != NULL)
     *out_rstd = NULL;
   if (x == NULL)
-    return nn_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
   int32_t a = axis < 0 ? axis + x->rank : axis;
   if (x->rank < 1 || a < 0 || a >= x->rank) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
                    axis, x->rank);
   }
   if (!(eps >= 0.0))
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: eps is %g", what, eps);
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: eps is %g", what, eps);
   if (!dtype_is_float(x->dtype)) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
                    x->dtype);
   }
   if ((gamma == NULL) != (beta == NULL)) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                    "%s: gamma and beta are both given or both NULL; "
                    "%s is NULL",
                    what, gamma ? "beta" : "gamma");
@@ -777,7 +757,7 @@ static tsr_status channel_check(const char *what, const char *name, const tsr_te
 static tsr_status batch_norm_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor **out_dx) {
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   tsr_tensor *grads[3] = {NULL, NULL, NULL};
   tsr_status status =
       tsr_batch_norm_backward(g, node->inputs[0], node->inputs[1], node->saved[0], node->saved[1],
@@ -805,21 +785,21 @@ tsr_tensor *tsr_batch_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta,
   if (out_save_invstd != NULL)
     *out_save_invstd = NULL;
   if (x == NULL)
-    return nn_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
   if (x->rank < 2) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x has rank %d, expected [N, C, ...]", what,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x has rank %d, expected [N, C, ...]", what,
                    x->rank);
   }
   if (!dtype_is_float(x->dtype)) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
                    x->dtype);
   }
   if (!(eps >= 0.0) || !(momentum >= 0.0 && momentum <= 1.0)) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                    "%s: eps %g must be >= 0 and momentum %g in [0, 1]", what, eps, momentum);
   }
   if (!training && (running_mean == NULL || running_var == NULL)) {
-    return nn_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                    "%s: evaluation normalises with the running statistics; %s is NULL", what,
                    running_mean == NULL ? "running_mean" : "running_var");
   }
@@ -933,7 +913,7 @@ tsr_status tsr_batch_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *ga
   tsr_tensor *g =
       gamma != NULL ? tsr_tensor_retain(gamma) : channel_fill(what, x->device, sd, channels, 1.0);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   int64_t sizes[3][TSR_MAX_RANK];
   memcpy(sizes[0], x->sizes, sizeof(sizes[0]));
   sizes[1][0] = sizes[2][0] = channels;
@@ -1007,11 +987,11 @@ static tsr_status cross_entropy_rule(const tsr_ag_node *node, tsr_tensor *dy, ts
   memcpy(&attrs, node->attrs, sizeof(attrs));
   tsr_tensor *g = tsr_contiguous(dy);
   if (g == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   out_dx[0] =
       tsr_cross_entropy_backward(g, node->inputs[0], node->inputs[1], node->saved[0], &attrs);
   tsr_tensor_release(g);
-  return out_dx[0] != NULL ? TSR_OK : last_status();
+  return out_dx[0] != NULL ? TSR_OK : tsr_sdk_last_status();
 }
 
 tsr_tensor *tsr_cross_entropy(tsr_tensor *logits, tsr_tensor *target,
@@ -1023,7 +1003,7 @@ tsr_tensor *tsr_cross_entropy(tsr_tensor *logits, tsr_tensor *target,
     return NULL;
   tsr_cross_entropy_attrs a;
   if (ce_attrs_get(what, attrs, &a) != TSR_OK) {
-    return nn_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   int64_t sizes[2][TSR_MAX_RANK] = {{logits->sizes[0]}, {logits->sizes[0]}};
   tsr_dtype_t dtypes[2] = {logits->dtype, TSR_FLOAT32};
@@ -1061,12 +1041,12 @@ tsr_tensor *tsr_cross_entropy_backward(tsr_tensor *dloss, tsr_tensor *logits, ts
   if (ce_operands_check(what, logits, target) != TSR_OK)
     return NULL;
   if (dloss == NULL || lse == NULL) {
-    return nn_fail(logits->device, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
+    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
                    dloss ? "lse" : "dloss");
   }
   tsr_cross_entropy_attrs a;
   if (ce_attrs_get(what, attrs, &a) != TSR_OK) {
-    return nn_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   tsr_tensor *inputs[4] = {dloss, logits, target, lse};
   tsr_tensor *dlogits = NULL;

@@ -1,35 +1,15 @@
 // Shape-changing op functions (concat, pad, gather, scatter_add) and their
 // autograd rules.
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
+#include "sdk_errors.h"
 
 // Inputs one CONCAT dispatch takes: every operand slot but the output's.
 #define CONCAT_MAX_INPUTS (TSR_MAX_OPERANDS - 1)
-
-static tsr_tensor *shape_fail(const tsr_device *device, tsr_status status, const char *format, ...)
-    TSR_ABI_PRINTF(3, 4);
-
-static tsr_tensor *shape_fail(const tsr_device *device, tsr_status status, const char *format,
-                              ...) {
-  char message[512];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
-  va_end(args);
-  tsr_fail(device, status, "%s", message);
-  return NULL;
-}
-
-static tsr_status last_status(void) {
-  tsr_status status = tsr_error_status();
-  return status != TSR_OK ? status : TSR_INTERNAL;
-}
 
 // A new contiguous tensor of |sizes| written by |op| from |inputs|.
 static tsr_tensor *alloc_run(const char *what, tsr_op_id_t op, tsr_device *device,
@@ -60,7 +40,7 @@ static tsr_status concat_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
           tsr_tensor_release(out_dx[k]);
           out_dx[k] = NULL;
         }
-        return last_status();
+        return tsr_sdk_last_status();
       }
     }
     offset += size;
@@ -74,7 +54,7 @@ static tsr_tensor *concat_grouped(int32_t count, tsr_tensor *const *xs, int32_t 
   int32_t groups = (count + CONCAT_MAX_INPUTS - 1) / CONCAT_MAX_INPUTS;
   tsr_tensor **parts = calloc((size_t)groups, sizeof(*parts));
   if (parts == NULL) {
-    return shape_fail(xs[0]->device, TSR_OUT_OF_MEMORY, "concat: no host memory for %d groups",
+    return tsr_sdk_fail(xs[0]->device, TSR_OUT_OF_MEMORY, "concat: no host memory for %d groups",
                       groups);
   }
   tsr_tensor *out = NULL;
@@ -96,17 +76,17 @@ static tsr_tensor *concat_grouped(int32_t count, tsr_tensor *const *xs, int32_t 
 tsr_tensor *tsr_concat(int32_t count, tsr_tensor *const *xs, int32_t axis) {
   const char *what = "concat";
   if (count < 1 || xs == NULL) {
-    return shape_fail(NULL, TSR_INVALID_ARGUMENT, "concat: count is %d and xs is %s", count,
+    return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "concat: count is %d and xs is %s", count,
                       xs ? "given" : "NULL");
   }
   for (int32_t i = 0; i < count; ++i) {
     if (xs[i] == NULL)
-      return shape_fail(NULL, TSR_INVALID_ARGUMENT, "concat: xs[%d] is NULL", i);
+      return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "concat: xs[%d] is NULL", i);
   }
   const tsr_tensor *x0 = xs[0];
   int32_t a = axis < 0 ? axis + x0->rank : axis;
   if (x0->rank < 1 || a < 0 || a >= x0->rank) {
-    return shape_fail(x0->device, TSR_INVALID_ARGUMENT, "concat: axis %d for tensors of rank %d",
+    return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT, "concat: axis %d for tensors of rank %d",
                       axis, x0->rank);
   }
   int64_t sizes[TSR_MAX_RANK];
@@ -115,7 +95,7 @@ tsr_tensor *tsr_concat(int32_t count, tsr_tensor *const *xs, int32_t axis) {
   for (int32_t i = 0; i < count; ++i) {
     const tsr_tensor *x = xs[i];
     if (x->rank != x0->rank || x->dtype != x0->dtype || x->device != x0->device) {
-      return shape_fail(x0->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
                         "concat: xs[%d] has rank %d, dtype %d on %s; xs[0] has rank %d, dtype %d "
                         "on %s",
                         i, x->rank, x->dtype, x->device->name, x0->rank, x0->dtype,
@@ -123,7 +103,7 @@ tsr_tensor *tsr_concat(int32_t count, tsr_tensor *const *xs, int32_t axis) {
     }
     for (int32_t d = 0; d < x->rank; ++d) {
       if (d != a && x->sizes[d] != x0->sizes[d]) {
-        return shape_fail(x0->device, TSR_INVALID_ARGUMENT,
+        return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
                           "concat: xs[%d] sizes[%d] is %lld, xs[0] has %lld (only axis %d may "
                           "differ)",
                           i, d, (long long)x->sizes[d], (long long)x0->sizes[d], a);
@@ -191,7 +171,7 @@ static tsr_status pad_rule_gather_back(const tsr_pad_attrs *a, const tsr_tensor 
     sizes[d] = n;
     tsr_tensor *sum = tsr_zeros(x->device, g->dtype, g->rank, sizes);
     if (index == NULL || sum == NULL) {
-      status = last_status();
+      status = tsr_sdk_last_status();
     } else {
       status = tsr_scatter_add_(sum, d, index, g);
     }
@@ -224,7 +204,7 @@ static tsr_status pad_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor *
     tsr_tensor *s = tsr_slice(g, d, a.pad_before[d], a.pad_before[d] + x->sizes[d], 1);
     tsr_tensor_release(g);
     if (s == NULL)
-      return last_status();
+      return tsr_sdk_last_status();
     g = s;
   }
   out_dx[0] = g;
@@ -234,19 +214,19 @@ static tsr_status pad_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor *
 tsr_tensor *tsr_pad(tsr_tensor *x, const tsr_pad_attrs *attrs) {
   const char *what = "pad";
   if (x == NULL || attrs == NULL) {
-    return shape_fail(x ? x->device : NULL, TSR_INVALID_ARGUMENT, "pad: %s is NULL",
+    return tsr_sdk_fail(x ? x->device : NULL, TSR_INVALID_ARGUMENT, "pad: %s is NULL",
                       x ? "attrs" : "x");
   }
   tsr_pad_attrs a;
   memset(&a, 0, sizeof(a));
   if (attrs->struct_size < sizeof(size_t) || attrs->struct_size > 512) {
-    return shape_fail(x->device, TSR_INVALID_ARGUMENT, "pad: attrs->struct_size %zu is not valid",
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: attrs->struct_size %zu is not valid",
                       attrs->struct_size);
   }
   memcpy(&a, attrs, attrs->struct_size < sizeof(a) ? attrs->struct_size : sizeof(a));
   a.struct_size = sizeof(a);
   if (a.mode < 0 || a.mode >= TSR_PAD_MODE_COUNT) {
-    return shape_fail(x->device, TSR_INVALID_ARGUMENT, "pad: mode %d is not a tsr_pad_mode_t",
+    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: mode %d is not a tsr_pad_mode_t",
                       a.mode);
   }
   int64_t sizes[TSR_MAX_RANK] = {0};
@@ -257,20 +237,20 @@ tsr_tensor *tsr_pad(tsr_tensor *x, const tsr_pad_attrs *attrs) {
     }
     int64_t n = x->sizes[d], before = a.pad_before[d], after = a.pad_after[d];
     if (before < 0 || after < 0) {
-      return shape_fail(x->device, TSR_INVALID_ARGUMENT, "pad: pads of dim %d are %lld and %lld", d,
+      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: pads of dim %d are %lld and %lld", d,
                         (long long)before, (long long)after);
     }
     if (a.mode == TSR_PAD_REFLECT && (before >= n || after >= n) && before + after > 0) {
-      return shape_fail(x->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                         "pad: reflect pads %lld and %lld of dim %d must be below its size %lld",
                         (long long)before, (long long)after, d, (long long)n);
     }
     if (a.mode == TSR_PAD_REPLICATE && n == 0 && before + after > 0) {
-      return shape_fail(x->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
                         "pad: replicate padding of the empty dim %d has no edge to repeat", d);
     }
     if (before > INT64_MAX - n - after) {
-      return shape_fail(x->device, TSR_INVALID_ARGUMENT, "pad: dim %d overflows int64", d);
+      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: dim %d overflows int64", d);
     }
     sizes[d] = before + n + after;
   }
@@ -334,7 +314,7 @@ static tsr_status gather_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   const tsr_tensor *x = node->inputs[0];
   tsr_tensor *dx = tsr_zeros(x->device, dy->dtype, x->rank, x->sizes);
   if (dx == NULL)
-    return last_status();
+    return tsr_sdk_last_status();
   tsr_status status = tsr_scatter_add_(dx, (int32_t)node->ints[0], node->inputs[1], dy);
   if (status != TSR_OK) {
     tsr_tensor_release(dx);
@@ -378,7 +358,7 @@ static tsr_status scatter_add_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_
     if (out_dx[2] == NULL) {
       tsr_tensor_release(out_dx[0]);
       out_dx[0] = NULL;
-      return last_status();
+      return tsr_sdk_last_status();
     }
   }
   return TSR_OK;

@@ -32,6 +32,22 @@ static inline tsr_context *ts_context_create(const char *plugin_path, const char
   return context;
 }
 
+// Creates a context on |plugin_path| whose default device must be |device|
+// (by name). Returns 0, or -1 after printing why (a CMocka group setup's
+// failure value).
+static inline int ts_device_open(const char *plugin_path, const char *device,
+                                 tsr_context **out_context, tsr_device **out_device) {
+  *out_context = ts_context_create(plugin_path, device);
+  if (*out_context == NULL) return -1;
+  *out_device = tsr_context_default_device(*out_context);
+  if (*out_device == NULL || strcmp(tsr_device_name(*out_device), device) != 0) {
+    fprintf(stderr, "default device is %s, not %s\n",
+            *out_device ? tsr_device_name(*out_device) : "NULL", device);
+    return -1;
+  }
+  return 0;
+}
+
 static inline const char *ts_dtype_name(tsr_dtype_t dtype) {
   switch (dtype) {
     case TSR_FLOAT32: return "float32";
