@@ -13,6 +13,13 @@ static TSR_HOT_TLS struct {
   tsr_stream *stream;
 } tls_current[TSR_CURRENT_SLOTS];
 
+// Sets up a stream whose plugin handle is already in place: one reference.
+static void stream_init(tsr_stream *stream, tsr_device *device) {
+  atomic_init(&stream->refs, 1);
+  atomic_init(&stream->workspace_busy, 0);
+  stream->device = device;
+}
+
 tsr_status tsr_stream_create_internal(tsr_device *device, uint32_t flags, tsr_stream **out_stream) {
   tsr_stream *stream = calloc(1, sizeof(*stream));
   if (stream == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "no memory for a stream");
@@ -22,9 +29,7 @@ tsr_status tsr_stream_create_internal(tsr_device *device, uint32_t flags, tsr_st
     tsr_error_prefix(device->name);
     return status;
   }
-  atomic_init(&stream->refs, 1);
-  atomic_init(&stream->workspace_busy, 0);
-  stream->device = device;
+  stream_init(stream, device);
   *out_stream = stream;
   return TSR_OK;
 }
@@ -83,6 +88,43 @@ tsr_status tsr_stream_create(tsr_device *device, uint32_t flags, tsr_stream **ou
   }
   *out_stream = NULL;
   return tsr_stream_create_internal(device, flags, out_stream);
+}
+
+tsr_status tsr_stream_import(tsr_device *device, void *native, uint32_t flags,
+                             tsr_stream **out_stream) {
+  if (out_stream != NULL) *out_stream = NULL;
+  if (device == NULL || native == NULL || out_stream == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "stream_import: %s is NULL",
+                         device == NULL ? "device" : native == NULL ? "native" : "out_stream");
+  }
+  if ((flags & ~(uint32_t)TSR_STREAM_IMPORT_TAKE_OWNERSHIP) != 0) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "stream_import: flags 0x%x has unknown bits 0x%x (only "
+                         "TSR_STREAM_IMPORT_TAKE_OWNERSHIP is defined)",
+                         flags, flags & ~(uint32_t)TSR_STREAM_IMPORT_TAKE_OWNERSHIP);
+  }
+  const tsr_plugin_api *api = device->plugin->api;
+  if (!TSR_ABI_HAS(api, tsr_plugin_api, stream_import)) {
+    return tsr_error_set(TSR_UNSUPPORTED,
+                         "stream_import: plugin '%s' (device %s, ABI %u.%u) cannot import a "
+                         "native stream: its table has no stream_import entry (ABI 0.3)",
+                         api->name, device->name, api->abi_major, api->abi_minor);
+  }
+  tsr_stream *stream = calloc(1, sizeof(*stream));
+  if (stream == NULL) return tsr_error_set(TSR_OUT_OF_MEMORY, "no memory for a stream");
+  tsr_status status = api->stream_import(device->index, native, flags, &stream->handle);
+  if (status == TSR_OK && stream->handle == NULL) {
+    status = tsr_error_set(TSR_INTERNAL, "stream_import: the plugin returned TSR_OK and no stream");
+  }
+  if (status != TSR_OK) {
+    free(stream);
+    tsr_error_prefix(device->name);
+    tsr_device_check_status(device, status);
+    return status;
+  }
+  stream_init(stream, device);
+  *out_stream = stream;
+  return TSR_OK;
 }
 
 void tsr_stream_release(tsr_stream *stream) {

@@ -16,10 +16,10 @@
 #define FIELD(type, field, offset) assert_int_equal(offsetof(type, field), (offset))
 #define SIZE(type, size) assert_int_equal(sizeof(type), (size))
 
-static void test_abi_version_is_zero_one(void **state) {
+static void test_abi_version_is_zero_three(void **state) {
   (void)state;
   assert_int_equal(TSR_ABI_VERSION_MAJOR, 0);
-  assert_int_equal(TSR_ABI_VERSION_MINOR, 2);
+  assert_int_equal(TSR_ABI_VERSION_MINOR, 3);
   assert_string_equal(TSR_PLUGIN_ENTRY_NAME, "tsr_plugin_entry");
   assert_int_equal(TSR_MAX_RANK, 8);
   assert_int_equal(TSR_MAX_OPERANDS, 16);
@@ -45,6 +45,7 @@ static void test_abi_enum_values_are_stable(void **state) {
   assert_int_equal(TSR_DEVICE_TIMING_EVENTS, 4);
   assert_int_equal(TSR_DEVICE_HOST_ACCESSIBLE, 8);
   assert_int_equal(TSR_EVENT_TIMING, 1);
+  assert_int_equal(TSR_STREAM_IMPORT_TAKE_OWNERSHIP, 1);
   assert_int_equal(TSR_PLAN_REQUIRE_DETERMINISM, 1);
   assert_int_equal(TSR_PLAN_AUTOTUNE, 2);
   assert_int_equal(TSR_PLAN_INFO_DETERMINISTIC, 1);
@@ -189,7 +190,8 @@ static void test_abi_plugin_api_layout(void **state) {
   FIELD(tsr_plugin_api, plan_destroy, 288);
   FIELD(tsr_plugin_api, parallel_for, 296);
   FIELD(tsr_plugin_api, thread_count_get, 304);
-  SIZE(tsr_plugin_api, 312);
+  FIELD(tsr_plugin_api, stream_import, 312);
+  SIZE(tsr_plugin_api, 320);
 }
 
 static void test_abi_op_attrs_layout(void **state) {
@@ -298,6 +300,14 @@ static tsr_status fake_plan_destroy(tsr_plugin_plan *plan) {
   (void)plan;
   return TSR_OK;
 }
+static tsr_status fake_stream_import(int32_t device, void *native, uint32_t flags,
+                                     tsr_plugin_stream **out_stream) {
+  (void)device;
+  (void)native;
+  (void)flags;
+  (void)out_stream;
+  return TSR_OK;
+}
 static tsr_status fake_parallel_for(void *ctx, int64_t count, int64_t grain, tsr_parallel_fn fn,
                                     void *arg) {
   (void)ctx;
@@ -350,6 +360,16 @@ static void test_abi_has_needs_the_entry_present_and_covered(void **state) {
   assert_false(TSR_ABI_HAS(&bigger.base, tsr_plugin_api, plan_destroy));  // NULL
   bigger.base.plan_destroy = fake_plan_destroy;
   assert_true(TSR_ABI_HAS(&bigger.base, tsr_plugin_api, plan_destroy));
+
+  // A 0.2 plugin's table ends before stream_import (0.3): whatever lies
+  // there is not an entry.
+  tsr_plugin_api v02;
+  memset(&v02, 0, sizeof(v02));
+  v02.stream_import = fake_stream_import;
+  v02.struct_size = offsetof(tsr_plugin_api, stream_import);
+  assert_false(TSR_ABI_HAS(&v02, tsr_plugin_api, stream_import));
+  v02.struct_size = sizeof(v02);
+  assert_true(TSR_ABI_HAS(&v02, tsr_plugin_api, stream_import));
 
   tsr_host_api host;
   memset(&host, 0, sizeof(host));
@@ -451,7 +471,7 @@ static void test_abi_op_function_enums_are_stable(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_abi_version_is_zero_one),
+      cmocka_unit_test(test_abi_version_is_zero_three),
       cmocka_unit_test(test_abi_enum_values_are_stable),
       cmocka_unit_test(test_abi_tensor_desc_layout),
       cmocka_unit_test(test_abi_host_api_layout),

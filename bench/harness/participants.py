@@ -201,6 +201,21 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
         tessera.available, tessera.reason = False, f"{worker} not built"
     parts.append(tessera)
 
+    # Tessera's OpenCL device beside the others (issue 9): the same worker on
+    # opencl:0, at the machine's thread count (the OpenCL driver brings its
+    # own threads: PoCL runs one per core).
+    opencl_plugin = os.path.join(build_dir, "lib", "libtessera-opencl.so")
+    tessera_opencl = Participant("tessera_opencl", "Tessera on OpenCL", "peer", [
+        Config(f"threads{cores}", [worker], {"TSR_BENCH_THREADS": str(cores),
+                                             "OMP_NUM_THREADS": str(cores),
+                                             "TSR_DEVICE": "opencl:0"}, cores)])
+    if not os.access(worker, os.X_OK):
+        tessera_opencl.available, tessera_opencl.reason = False, f"{worker} not built"
+    elif not os.path.exists(opencl_plugin):
+        tessera_opencl.available, tessera_opencl.reason = False, (
+            "the OpenCL plugin is not built (no OpenCL loader/headers)")
+    parts.append(tessera_opencl)
+
     python = venv_python
     ok, message = _probe_python(python, "torch") if python else (False, "no venv (PyPI)")
     torch_pypi = Participant("torch_pypi", f"PyTorch {message if ok else ''} (PyPI)".replace(

@@ -7,7 +7,11 @@
 // - tsr_event_query says TSR_NOT_READY while work is pending;
 // - timing events measure at least the injected delay;
 // - tsr_stream_current_set routes ops, per thread;
-// - a storage used on two streams is freed only after both finish.
+// - a storage used on two streams is freed only after both finish;
+// - tsr_stream_import wraps a native queue (the fixture's is one of its own
+//   stream handles, read here from core/runtime.h as an application would
+//   hold its cudaStream_t) and leaves it alive without the ownership flag;
+//   on ref, which has no stream_import, it is unsupported.
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "runtime.h"  // struct tsr_stream: its plugin handle stands in for a native queue
 #include "tessera/tessera.h"
 
 #define SKIP_CODE 77
@@ -451,6 +456,102 @@ static void test_a_stream_released_with_queued_work_finishes_it_and_is_forgotten
   tsr_tensor_release(d);
 }
 
+static void test_an_imported_stream_runs_ops_and_leaves_the_native_stream_alive(void **state) {
+  fixture *f = *state;
+  // The application's own queue: here a stream of the fixture, whose plugin
+  // handle is what the fixture's stream_import takes.
+  tsr_stream *owner = stream_new(f->device);
+  void *native = owner->handle;
+  tsr_stream *imported = NULL;
+  CHECK_OK(tsr_stream_import(f->device, native, 0, &imported));
+  assert_non_null(imported);
+  assert_ptr_not_equal(imported, owner);
+
+  use_stream(f->device, imported);
+  tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
+  tsr_tensor *c = tsr_add(a, a);  // queued on |imported|, behind the delay
+  CHECK_TENSOR(c);
+  tsr_status pending = tsr_stream_query(imported);
+  tsr_event *event = NULL;
+  CHECK_OK(tsr_event_create(f->device, 0, &event));
+  CHECK_OK(tsr_event_record(event, imported));
+  CHECK_OK(tsr_event_synchronize(event));
+  CHECK_OK(tsr_stream_synchronize(imported));
+  use_stream(f->device, NULL);
+  values_are(c, 0.0f, 2.0f, "a + a on the imported stream");
+  tsr_event_release(event);
+  tsr_tensor_release(c);
+  tsr_tensor_release(a);
+  tsr_stream_release(imported);  // its last reference: the wrapper goes
+  assert_int_equal(pending, TSR_NOT_READY);
+
+  // Without TSR_STREAM_IMPORT_TAKE_OWNERSHIP the native queue lives on.
+  use_stream(f->device, owner);
+  tsr_tensor *b = filled(f->device, 1.0f, 1.0f);
+  tsr_tensor *d = tsr_add(b, b);
+  CHECK_TENSOR(d);
+  CHECK_OK(tsr_stream_synchronize(owner));
+  use_stream(f->device, NULL);
+  values_are(d, 2.0f, 2.0f, "b + b on the native stream after its import was released");
+  CHECK_OK(tsr_stream_import(f->device, native, 0, &imported));
+  tsr_stream_release(imported);
+  tsr_tensor_release(d);
+  tsr_tensor_release(b);
+  tsr_stream_release(owner);
+}
+
+static void test_stream_import_refuses_null_arguments_and_unknown_flags(void **state) {
+  fixture *f = *state;
+  tsr_stream *owner = stream_new(f->device);
+  tsr_stream *imported = owner;  // overwritten with NULL on failure
+  assert_int_equal(tsr_stream_import(NULL, owner->handle, 0, &imported), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "stream_import: device is NULL"));
+  assert_null(imported);
+  assert_int_equal(tsr_stream_import(f->device, NULL, 0, &imported), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "stream_import: native is NULL"));
+  assert_int_equal(tsr_stream_import(f->device, owner->handle, 0, NULL), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "stream_import: out_stream is NULL"));
+  assert_int_equal(tsr_stream_import(f->device, owner->handle, 0x6, &imported),
+                   TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "unknown bits 0x6"));
+  assert_null(imported);
+  // A pointer the plugin does not know is refused by the plugin, named by device.
+  int not_a_stream = 0;
+  assert_int_equal(tsr_stream_import(f->device, &not_a_stream, 0, &imported),
+                   TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "async:0"));
+  assert_null(imported);
+  tsr_stream_release(owner);
+}
+
+static void test_stream_import_on_a_plugin_without_the_entry_is_unsupported(void **state) {
+  (void)state;
+#ifdef TSR_TEST_REF_PLUGIN
+  tsr_context_options options;
+  tsr_context_options_init(&options);
+  options.plugin_path = TSR_TEST_REF_PLUGIN;
+  options.flags = TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
+  tsr_context *context = NULL;
+  CHECK_OK(tsr_context_create(&options, &context));
+  tsr_device *device = tsr_context_device_find(context, "ref:0");
+  assert_non_null(device);
+  int native = 0;
+  tsr_stream *imported = NULL;
+  assert_int_equal(tsr_stream_import(device, &native, 0, &imported), TSR_UNSUPPORTED);
+  assert_null(imported);
+  const char *message = tsr_last_error();
+  if (strstr(message, "plugin 'ref'") == NULL ||
+      strstr(message, "no stream_import entry") == NULL) {
+    fail_msg("the message does not name the plugin and the entry: %s", message);
+  }
+  // The arguments are checked first, whatever the plugin.
+  assert_int_equal(tsr_stream_import(device, NULL, 0, &imported), TSR_INVALID_ARGUMENT);
+  tsr_context_destroy(context);
+#else
+  skip();
+#endif
+}
+
 int main(void) {
 #ifndef TSR_TEST_ASYNC_PLUGIN
   fprintf(stderr, "test_streams: skipped: the async fixture (tessera-async) is not built\n");
@@ -467,6 +568,9 @@ int main(void) {
       T(test_a_storage_used_on_two_streams_waits_for_the_other_stream),
       T(test_a_storage_used_on_two_streams_waits_for_its_own_stream),
       T(test_a_stream_released_with_queued_work_finishes_it_and_is_forgotten),
+      T(test_an_imported_stream_runs_ops_and_leaves_the_native_stream_alive),
+      T(test_stream_import_refuses_null_arguments_and_unknown_flags),
+      cmocka_unit_test(test_stream_import_on_a_plugin_without_the_entry_is_unsupported),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,7 +20,7 @@ extern "C" {
 // Majors must match; a plugin built against another minor loads, and each side
 // reads only the fields the other side's |struct_size| covers.
 #define TSR_ABI_VERSION_MAJOR 0
-#define TSR_ABI_VERSION_MINOR 2
+#define TSR_ABI_VERSION_MINOR 3
 
 #define TSR_PLUGIN_ENTRY_NAME "tsr_plugin_entry"
 #define TSR_MAX_RANK 8
@@ -181,6 +181,12 @@ typedef struct tsr_allocator_stats {
 // Stream and event creation flags.
 enum { TSR_EVENT_TIMING = 1u << 0 };
 
+// stream_import flags (ABI 0.3).
+enum {
+  // stream_destroy of the imported stream releases the native object too.
+  TSR_STREAM_IMPORT_TAKE_OWNERSHIP = 1u << 0,
+};
+
 // ---------------------------------------------------------------------------
 // Kernels: a signature, a plan, an execution.
 typedef int32_t tsr_math_mode_t;
@@ -331,6 +337,21 @@ typedef struct tsr_plugin_api {
   // 4.4, so results do not depend on which runtime ran them. Both or neither.
   tsr_status (*parallel_for)(int64_t count, int64_t grain, tsr_parallel_fn fn, void *arg);
   int32_t (*thread_count_get)(void);
+
+  // --- ABI 0.3 ---
+  // Optional: wraps |native|, an in-order queue of |device| that the
+  // application made with the vendor's API, as a stream. The plugin documents
+  // what |native| is (the CUDA plugin: a cudaStream_t; OpenCL would take a
+  // cl_command_queue). Without TSR_STREAM_IMPORT_TAKE_OWNERSHIP in |flags| the
+  // caller keeps owning |native| and must keep it valid until stream_destroy
+  // of the imported stream returns, which then destroys only the plugin's
+  // wrapper; with it, stream_destroy releases |native| too. The imported
+  // stream is used like a created one (copies, execution, stream-ordered
+  // frees, events, synchronize, query). TSR_INVALID_ARGUMENT for a NULL
+  // |out_stream|, an unknown flag, or a |native| the plugin can tell is not
+  // a queue of |device|; on failure the caller still owns |native|.
+  tsr_status (*stream_import)(int32_t device, void *native, uint32_t flags,
+                              tsr_plugin_stream **out_stream);
 } tsr_plugin_api;
 
 // The one exported function. Called once per load, before anything else, on
@@ -366,7 +387,8 @@ _Static_assert(sizeof(tsr_exec_args) == 80, "ABI layout");
 _Static_assert(offsetof(tsr_plugin_api, init) == 48, "ABI layout");
 _Static_assert(offsetof(tsr_plugin_api, plan_destroy) == 288, "ABI layout");
 _Static_assert(offsetof(tsr_plugin_api, parallel_for) == 296, "ABI layout");
-_Static_assert(sizeof(tsr_plugin_api) == 312, "ABI layout");
+_Static_assert(offsetof(tsr_plugin_api, stream_import) == 312, "ABI layout");
+_Static_assert(sizeof(tsr_plugin_api) == 320, "ABI layout");
 #endif
 
 #ifdef __cplusplus

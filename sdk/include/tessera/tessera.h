@@ -201,6 +201,17 @@ TSR_API tsr_status tsr_context_fallback_policy_set(tsr_context *context,
 // calling thread's current stream for the device (the default unless set).
 
 TSR_API tsr_status tsr_stream_create(tsr_device *device, uint32_t flags, tsr_stream **out_stream);
+// Wraps |native|, a queue the application made with the vendor's API for
+// |device| (the CUDA plugin: a cudaStream_t; docs/abi.md 7.5 and the plugin's
+// page say what each plugin takes), as a stream used like a created one. |flags|
+// is 0 or TSR_STREAM_IMPORT_TAKE_OWNERSHIP. Without the flag the application
+// keeps owning |native| and must keep it valid until tsr_stream_release of the
+// returned stream has returned (the last release synchronizes |native|, its own
+// work included, then destroys only Tessera's wrapper); with it, the last
+// release destroys |native| too. On failure |native| stays the caller's.
+// TSR_UNSUPPORTED when the device's plugin cannot import. Thread-safe.
+TSR_API tsr_status tsr_stream_import(tsr_device *device, void *native, uint32_t flags,
+                                     tsr_stream **out_stream);
 // Releases the caller's reference; the stream is destroyed after its work
 // completes. Thread-safe.
 TSR_API void tsr_stream_release(tsr_stream *stream);

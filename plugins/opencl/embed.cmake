@@ -1,0 +1,18 @@
+# Writes OUTPUT: a C file with one string per INPUTS file (kernels/<name>.cl)
+# and tsr_ocl_source_get(name). Bytes are written as hex so no escaping can
+# go wrong; a NUL ends each string.
+set(body "// Generated from plugins/opencl/kernels/*.cl by embed.cmake. Do not edit.\n#include <stddef.h>\n#include <string.h>\n\n")
+set(table "")
+string(REPLACE "|" ";" INPUTS "${INPUTS}")
+foreach(input ${INPUTS})
+  get_filename_component(name ${input} NAME_WE)
+  file(READ ${input} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char k_source_${name}[] = {${hex}0x00};\n")
+  string(APPEND table "    {\"${name}\", k_source_${name}},\n")
+endforeach()
+string(APPEND body "\nstatic const struct { const char *name; const char *text; } k_sources[] = {\n${table}    {NULL, NULL},\n};\n\n")
+string(APPEND body "__attribute__((visibility(\"hidden\"))) const char *tsr_ocl_source_get(const char *name);\n")
+string(APPEND body "const char *tsr_ocl_source_get(const char *name) {\n  for (size_t i = 0; name != NULL && k_sources[i].name != NULL; ++i) {\n    if (strcmp(k_sources[i].name, name) == 0) return k_sources[i].text;\n  }\n  return NULL;\n}\n")
+file(WRITE ${OUTPUT}.tmp "${body}")
+file(RENAME ${OUTPUT}.tmp ${OUTPUT})
