@@ -196,8 +196,15 @@ tsr_status tsr_ocl_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_strea
   if (bytes > 0) {
     pthread_mutex_lock(&a->lock);
     block = cache_pop(a, size_class, s != NULL ? s->queue : NULL);
+    if (block != NULL) {
+      // Counted here, in the one lock round a warm allocation takes.
+      a->bytes_in_use += block->capacity;
+      if (a->bytes_in_use > a->peak_bytes_in_use) a->peak_bytes_in_use = a->bytes_in_use;
+      ++a->alloc_count;
+    }
     pthread_mutex_unlock(&a->lock);
   }
+  int counted = block != NULL;
   if (block != NULL) {
     if (block->ready != NULL) {
       clReleaseEvent(block->ready);
@@ -235,20 +242,20 @@ tsr_status tsr_ocl_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_strea
     }
     block->capacity = capacity;
     block->size_class = size_class;
-    pthread_mutex_lock(&a->lock);
-    a->bytes_reserved += capacity;
-    if (capacity > 0) ++a->system_alloc_count;
-    pthread_mutex_unlock(&a->lock);
   }
   block->magic = TSR_OCL_BUFFER_MAGIC;
   block->device = device;
   block->bytes = bytes;
   block->next_free = NULL;
-  pthread_mutex_lock(&a->lock);
-  a->bytes_in_use += block->capacity;
-  if (a->bytes_in_use > a->peak_bytes_in_use) a->peak_bytes_in_use = a->bytes_in_use;
-  ++a->alloc_count;
-  pthread_mutex_unlock(&a->lock);
+  if (!counted) {
+    pthread_mutex_lock(&a->lock);
+    a->bytes_reserved += block->capacity;
+    if (block->capacity > 0) ++a->system_alloc_count;
+    a->bytes_in_use += block->capacity;
+    if (a->bytes_in_use > a->peak_bytes_in_use) a->peak_bytes_in_use = a->bytes_in_use;
+    ++a->alloc_count;
+    pthread_mutex_unlock(&a->lock);
+  }
   *out_buffer = (tsr_plugin_buffer *)block;
   return TSR_OK;
 }

@@ -275,9 +275,10 @@ typedef struct tsr_ocl_plan tsr_ocl_plan;
 // What an op family provides for one op id.
 typedef struct tsr_ocl_op_impl {
   // TSR_OK when this plugin runs |signature| (already valid by the
-  // catalogue: ref's plan builder accepted it into |ref_plan|), else
-  // TSR_UNSUPPORTED with the reason ("opencl: matmul of float16 needs
-  // cl_khr_fp16"). No OpenCL calls, no allocation.
+  // catalogue: ref's plan builder accepted it into |ref_plan|; plan.c has
+  // refused the half types and float64 without cl_khr_fp64), else
+  // TSR_UNSUPPORTED with the reason. No OpenCL calls, no allocation. NULL:
+  // the family runs every signature that reaches it.
   tsr_status (*supports)(const tsr_ocl_device *device, const tsr_op_signature *signature,
                          const struct tsr_plugin_plan *ref_plan);
   // Builds the plan's kernels and picks its variant: fills plan->state,

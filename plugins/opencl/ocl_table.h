@@ -29,6 +29,12 @@ TSR_OCL_HIDDEN tsr_status tsr_ocl_stream_error_take(tsr_ocl_stream *stream);
 // Records |status| as |stream|'s asynchronous error unless one is held. Thread-safe.
 TSR_OCL_HIDDEN void tsr_ocl_stream_error_put(tsr_ocl_stream *stream, tsr_status status);
 
+// The folder of the program and autotune caches, created if missing:
+// TSR_OPENCL_CACHE_DIR, else $XDG_CACHE_HOME/tessera/opencl, else
+// ~/.cache/tessera/opencl. 0 when TSR_OPENCL_PROGRAM_CACHE=0 or it cannot be
+// made. Thread-safe.
+TSR_OCL_HIDDEN int tsr_ocl_cache_dir(char *out, size_t size);
+
 // Releases every cached program. Not thread-safe (shutdown).
 TSR_OCL_HIDDEN void tsr_ocl_programs_release(void);
 // Forgets the autotune winners held in memory. Not thread-safe (shutdown).

@@ -28,22 +28,6 @@ typedef struct conv_state {
 } conv_state;
 _Static_assert(sizeof(conv_state) <= TSR_OCL_PLAN_STATE_BYTES, "conv state fits the plan");
 
-static tsr_status conv_supports(const tsr_ocl_device *device, const tsr_op_signature *signature,
-                                const struct tsr_plugin_plan *ref) {
-  const tsr_dtype_t dtype = ref->u.conv.dtype;
-  const char *op = tsr_op_name(signature->op);
-  if (dtype != TSR_FLOAT32 && dtype != TSR_FLOAT64) {
-    return tsr_ocl_error(TSR_UNSUPPORTED,
-                         "opencl: %s of dtype %d: the kernels take float32 and float64", op,
-                         (int)dtype);
-  }
-  if (dtype == TSR_FLOAT64 && !(device->caps & TSR_OCL_CAP_FP64)) {
-    return tsr_ocl_error(TSR_UNSUPPORTED, "opencl: %s of float64 needs cl_khr_fp64 on %s", op,
-                         device->name);
-  }
-  return TSR_OK;
-}
-
 // The geometry every conv GEMM mode reads.
 static void conv_geo_fill(const tsr_ref_conv_plan *cv, int64_t *geo) {
   memset(geo, 0, TSR_OCL_GEO_COUNT * sizeof(int64_t));
@@ -256,8 +240,8 @@ static void conv_fini(tsr_ocl_plan *plan) {
   tsr_ocl_gemm_release(&st->gemm);
 }
 
-const tsr_ocl_op_impl tsr_ocl_conv2d_impl = {conv_supports, conv_init, conv_execute, conv_fini};
-const tsr_ocl_op_impl tsr_ocl_conv2d_backward_data_impl = {conv_supports, conv_init, conv_execute,
+const tsr_ocl_op_impl tsr_ocl_conv2d_impl = {NULL, conv_init, conv_execute, conv_fini};
+const tsr_ocl_op_impl tsr_ocl_conv2d_backward_data_impl = {NULL, conv_init, conv_execute,
                                                            conv_fini};
-const tsr_ocl_op_impl tsr_ocl_conv2d_backward_filter_impl = {conv_supports, conv_init, conv_execute,
+const tsr_ocl_op_impl tsr_ocl_conv2d_backward_filter_impl = {NULL, conv_init, conv_execute,
                                                              conv_fini};

@@ -280,23 +280,6 @@ typedef struct matmul_state {
 } matmul_state;
 _Static_assert(sizeof(matmul_state) <= TSR_OCL_PLAN_STATE_BYTES, "matmul state fits the plan");
 
-static tsr_status matmul_supports(const tsr_ocl_device *device, const tsr_op_signature *signature,
-                                  const struct tsr_plugin_plan *ref) {
-  (void)signature;
-  const tsr_dtype_t dtype = ref->u.matmul.dtype;
-  if (dtype != TSR_FLOAT32 && dtype != TSR_FLOAT64) {
-    return tsr_ocl_error(TSR_UNSUPPORTED,
-                         "opencl: matmul of dtype %d: the kernels take float32 "
-                         "and float64",
-                         (int)dtype);
-  }
-  if (dtype == TSR_FLOAT64 && !(device->caps & TSR_OCL_CAP_FP64)) {
-    return tsr_ocl_error(TSR_UNSUPPORTED, "opencl: matmul of float64 needs cl_khr_fp64 on %s",
-                         device->name);
-  }
-  return TSR_OK;
-}
-
 static tsr_status matmul_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   (void)signature;
   const tsr_ref_matmul_plan *mm = &plan->ref->u.matmul;
@@ -375,7 +358,7 @@ static void matmul_fini(tsr_ocl_plan *plan) {
   tsr_ocl_gemm_release(&st->gemm);
 }
 
-static const tsr_ocl_op_impl k_matmul_impl = {matmul_supports, matmul_init, matmul_execute,
+static const tsr_ocl_op_impl k_matmul_impl = {NULL, matmul_init, matmul_execute,
                                               matmul_fini};
 
 const tsr_ocl_op_impl *const tsr_ocl_matmul_ops[TSR_OP_COUNT] = {

@@ -34,22 +34,6 @@ typedef struct pool_state {
 } pool_state;
 _Static_assert(sizeof(pool_state) <= TSR_OCL_PLAN_STATE_BYTES, "pool state fits the plan");
 
-static tsr_status pool_supports(const tsr_ocl_device *device, const tsr_op_signature *signature,
-                                const struct tsr_plugin_plan *ref) {
-  const tsr_dtype_t dtype = ref->u.pool.dtype;
-  const char *op = tsr_op_name(signature->op);
-  if (dtype != TSR_FLOAT32 && dtype != TSR_FLOAT64) {
-    return tsr_ocl_error(TSR_UNSUPPORTED,
-                         "opencl: %s of dtype %d: the kernels take float32 and float64", op,
-                         (int)dtype);
-  }
-  if (dtype == TSR_FLOAT64 && !(device->caps & TSR_OCL_CAP_FP64)) {
-    return tsr_ocl_error(TSR_UNSUPPORTED, "opencl: %s of float64 needs cl_khr_fp64 on %s", op,
-                         device->name);
-  }
-  return TSR_OK;
-}
-
 static void pool_fini(tsr_ocl_plan *plan) {
   pool_state *st = (pool_state *)plan->state;
   tsr_ocl_kernel_destroy(st->main);
@@ -195,6 +179,6 @@ static tsr_status pool_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exe
   return tsr_ocl_red_error_check(st->watch, exec, 0);
 }
 
-const tsr_ocl_op_impl tsr_ocl_pool2d_impl = {pool_supports, pool_init, pool_execute, pool_fini};
-const tsr_ocl_op_impl tsr_ocl_pool2d_backward_impl = {pool_supports, pool_init, pool_execute,
+const tsr_ocl_op_impl tsr_ocl_pool2d_impl = {NULL, pool_init, pool_execute, pool_fini};
+const tsr_ocl_op_impl tsr_ocl_pool2d_backward_impl = {NULL, pool_init, pool_execute,
                                                       pool_fini};

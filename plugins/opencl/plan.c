@@ -82,7 +82,7 @@ static tsr_status signature_check(const char *what, const tsr_op_signature *sign
   if (status == TSR_OK && impl == NULL) {
     status = tsr_ocl_error(TSR_UNSUPPORTED, "opencl: %s has no OpenCL kernel", op);
   }
-  if (status == TSR_OK) status = impl->supports(device, signature, ref);
+  if (status == TSR_OK && impl->supports != NULL) status = impl->supports(device, signature, ref);
   if (status != TSR_OK) {
     tsr_ocl_ref_api()->plan_destroy(ref);
     return status;

@@ -77,9 +77,7 @@ void tsr_ocl_programs_release(void) {
   }
 }
 
-// The cache folder, created if needed; 0 when the disk cache is off or
-// cannot be made.
-static int cache_dir(char *out, size_t size) {
+int tsr_ocl_cache_dir(char *out, size_t size) {
   const char *off = getenv("TSR_OPENCL_PROGRAM_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return 0;
   const char *dir = getenv("TSR_OPENCL_CACHE_DIR");
@@ -108,7 +106,7 @@ static int cache_dir(char *out, size_t size) {
 // Reads the binary cached for |key| into a malloc'd buffer, or NULL.
 static unsigned char *cache_read(uint64_t key, size_t *out_size) {
   char dir[512], path[600];
-  if (!cache_dir(dir, sizeof(dir))) return NULL;
+  if (!tsr_ocl_cache_dir(dir, sizeof(dir))) return NULL;
   snprintf(path, sizeof(path), "%s/%016llx.bin", dir, (unsigned long long)key);
   FILE *f = fopen(path, "rb");
   if (f == NULL) return NULL;
@@ -134,7 +132,7 @@ static unsigned char *cache_read(uint64_t key, size_t *out_size) {
 // place, so a reader never sees half a file.
 static void cache_write(uint64_t key, cl_program program) {
   char dir[512], path[600], tmp[640];
-  if (!cache_dir(dir, sizeof(dir))) return;
+  if (!tsr_ocl_cache_dir(dir, sizeof(dir))) return;
   size_t size = 0;
   if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL) !=
           CL_SUCCESS ||

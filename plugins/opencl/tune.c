@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ocl.h"
 #include "ocl_table.h"
@@ -38,27 +37,14 @@ void tsr_ocl_tune_release(void) {
 
 // The winners file of |device|; 0 when there is no cache folder.
 static int tune_path(const tsr_ocl_device *device, char *out, size_t size) {
-  const char *off = getenv("TSR_OPENCL_PROGRAM_CACHE");
-  if (off != NULL && strcmp(off, "0") == 0) return 0;
-  const char *dir = getenv("TSR_OPENCL_CACHE_DIR");
   char base[512];
-  int n;
-  if (dir != NULL && dir[0] != '\0') {
-    n = snprintf(base, sizeof(base), "%s", dir);
-  } else if ((dir = getenv("XDG_CACHE_HOME")) != NULL && dir[0] != '\0') {
-    n = snprintf(base, sizeof(base), "%s/tessera/opencl", dir);
-  } else if ((dir = getenv("HOME")) != NULL && dir[0] != '\0') {
-    n = snprintf(base, sizeof(base), "%s/.cache/tessera/opencl", dir);
-  } else {
-    return 0;
-  }
-  if (n <= 0 || (size_t)n >= sizeof(base)) return 0;
+  if (!tsr_ocl_cache_dir(base, sizeof(base))) return 0;
   uint64_t hash = 14695981039346656037ull;
   for (const char *p = device->name; *p; ++p) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
   for (const char *p = device->driver_version; *p; ++p) {
     hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
   }
-  n = snprintf(out, size, "%s/tune-%016llx.txt", base, (unsigned long long)hash);
+  int n = snprintf(out, size, "%s/tune-%016llx.txt", base, (unsigned long long)hash);
   return n > 0 && (size_t)n < size;
 }
 
@@ -119,8 +105,7 @@ void tsr_ocl_tune_store(const tsr_ocl_device *device, const char *key, int32_t c
   entry_put_locked(device->index, key, choice);
   char path[640];
   if (tune_path(device, path, sizeof(path))) {
-    // The program cache made the folder; one short append is atomic enough
-    // for a file whose last line per key wins.
+    // One short append is atomic enough for a file whose last line per key wins.
     FILE *f = fopen(path, "a");
     if (f != NULL) {
       fprintf(f, "%s\t%d\n", key, (int)choice);
