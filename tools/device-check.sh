@@ -12,7 +12,9 @@
 #                  --dry-run it must be skipped, with the probe's reason
 #   6. train       tsr-train --model cnn --device cuda --epochs 1 (dry: --help)
 #   7. bench       the bench/ workloads with TSR_DEVICE=cuda:0 beside the PyTorch
-#                  found there (dry: the workload list resolves in bench/harness)
+#                  found there, on the GPU too (--torch-device cuda: synchronized,
+#                  no fall-back to the CPU) (dry: the workload list resolves and
+#                  the harness takes --torch-device)
 #
 # Logs go to OUTDIR/<step>.log, results to OUTDIR (conformance report, training
 # log, bench JSON) and a one-line-per-step summary to OUTDIR/summary.txt. Every
@@ -229,7 +231,8 @@ else
   fi
 fi
 
-# 7. bench: the workloads bench/harness knows, Tessera on cuda:0.
+# 7. bench: the workloads bench/harness knows, Tessera on cuda:0 and PyTorch on
+# the same GPU.
 : >"$out/bench.log"
 workloads="sgemm_1024,add_16M,conv,mlp_train,cnn_train"
 python="${TSR_BENCH_PYTHON:-}"
@@ -248,10 +251,13 @@ print('unknown workloads:', missing) if missing else print('workloads resolve:',
 sys.exit(1 if missing else 0)"
 if ! run bench python3 -c "$resolve"; then
   record bench FAIL "$(tail -1 "$out/bench.log")"
+elif ! { run bench python3 "$root/bench/harness/main.py" --help &&
+         grep -q -- "--torch-device" "$out/bench.log"; }; then
+  record bench FAIL "bench/harness/main.py does not take --torch-device (see bench.log)"
 elif [[ "$dry" == 1 ]]; then
   torch_note="no PyTorch found"
   [[ -n "$python" ]] && torch_note="PyTorch at $python"
-  record bench ok "$workloads resolve in bench/harness; $torch_note (not run: no GPU)"
+  record bench ok "$workloads resolve in bench/harness; $torch_note, --torch-device cuda (not run: no GPU)"
 elif [[ -z "$python" ]]; then
   record bench FAIL "no Python with torch found (set TSR_BENCH_PYTHON)"
 else
@@ -259,8 +265,8 @@ else
     >>"$out/bench.log" 2>&1
   if run bench env TSR_DEVICE=cuda:0 python3 "$root/bench/harness/main.py" --root "$root" \
        --build "$build" --venv-python "$python" --quick --workloads "$workloads" \
-       --peers torch_pypi --docs no --out "$out/bench"; then
-    record bench ok "results in $out/bench"
+       --peers torch_pypi --torch-device cuda:0 --docs no --out "$out/bench"; then
+    record bench ok "results in $out/bench (PyTorch on cuda:0)"
   else
     record bench FAIL "exit $? (see bench.log)"
   fi

@@ -282,6 +282,11 @@ def main(argv=None):
                          "libtorch,onnxruntime,limits); default: all available")
     ap.add_argument("--rounds", type=int, default=0, help="measurement rounds (default 5, "
                     "quick 3; fewer where a row passes its time cap)")
+    ap.add_argument("--torch-device", default=os.environ.get("TSR_BENCH_TORCH_DEVICE") or "cpu",
+                    help="where the PyTorch peers (PyPI, Debian) run: cpu or cuda[:N] "
+                         "(default: TSR_BENCH_TORCH_DEVICE, else cpu); on cuda every iteration "
+                         "is synchronized, their titles say CUDA, and a torch without a GPU "
+                         "fails instead of using the CPU")
     ap.add_argument("--cores", type=int, default=2, help="cores every participant gets "
                     "(default 2)")
     ap.add_argument("--out", default="", help="folder for the JSON and the chart")
@@ -323,6 +328,9 @@ def main(argv=None):
         if unknown:
             ap.error(f"unknown workloads: {', '.join(unknown)}")
         rows = [BY_KEY[w] for w in wanted]
+    if not (args.torch_device == "cpu" or args.torch_device == "cuda" or
+            (args.torch_device.startswith("cuda:") and args.torch_device[5:].isdigit())):
+        ap.error(f"--torch-device {args.torch_device}: cpu, cuda or cuda:N")
     if mode == "quick":
         skipped = [r for r in rows if not r.in_quick]
         rows = [r for r in rows if r.in_quick]
@@ -338,12 +346,12 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     tinfo = machine.tessera_commit(root)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + tinfo["commit"][:7]
-    log(f"bench: run {run_id}, {mode} mode, {cores} cores, {rounds} rounds; "
-        f"load average {machine.loadavg()}")
+    log(f"bench: run {run_id}, {mode} mode, {cores} cores, {rounds} rounds, "
+        f"PyTorch on {args.torch_device}; load average {machine.loadavg()}")
 
     only = set(args.peers.split(",")) if args.peers else None
     parts = participants_mod.build(root, args.build, args.venv_python, cores, mode == "quick",
-                                   only, args.libtorch_peer)
+                                   only, args.libtorch_peer, args.torch_device)
     for p in parts:
         state = f"{len(p.configs)} configuration(s)" if p.available else f"unavailable: {p.reason}"
         log(f"  {p.title}: {state}")
@@ -428,6 +436,7 @@ def main(argv=None):
         "rounds": rounds,
         "tune_rounds": tune_rounds,
         "gap_ms": args.gap_ms,
+        "torch_device": args.torch_device,
         "setup": args.setup_notes,
         "machine": {
             "cpu": machine.cpu(),

@@ -27,7 +27,8 @@ KEEP_MEMORY = ("glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184:
 # dropped so that one configuration never leaks into another.
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "GLIBC_TUNABLES", "TSR_BENCH_THREADS", "TSR_BENCH_TORCH_THREADS",
-               "TSR_BENCH_ORT_THREADS", "TSR_BENCH_ORT_SPINNING", "TSR_NUM_THREADS")
+               "TSR_BENCH_ORT_THREADS", "TSR_BENCH_ORT_SPINNING", "TSR_NUM_THREADS",
+               "TSR_BENCH_TORCH_DEVICE")
 
 DEBIAN_OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
@@ -181,8 +182,12 @@ def _probe_python(python, module):
     return True, out.stdout.strip()
 
 
-def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer=""):
-    """The participants of this run, available or not (with the reason)."""
+def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="",
+          torch_device="cpu"):
+    """The participants of this run, available or not (with the reason).
+    |torch_device| is where the PyTorch peers (PyPI, Debian) run: "cpu" or
+    "cuda[:N]" (TSR_BENCH_TORCH_DEVICE); on cuda their titles say so, and a
+    torch without a usable GPU fails every workload instead of using the CPU."""
     bench = os.path.join(root, "bench")
     peers = os.path.join(bench, "peers")
     parts = []
@@ -216,24 +221,32 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
             "the OpenCL plugin is not built (no OpenCL loader/headers)")
     parts.append(tessera_opencl)
 
+    # On a GPU the torch peers' thread and malloc settings only steer the host
+    # side: one configuration (all cores) and no tuning, which also keeps
+    # tools/device-check.sh's bench step within its budget.
+    on_gpu = torch_device != "cpu"
+    where = f", {torch_device.upper()}" if on_gpu else ""
+    torch_env = {"TSR_BENCH_TORCH_DEVICE": torch_device}
     python = venv_python
     ok, message = _probe_python(python, "torch") if python else (False, "no venv (PyPI)")
-    torch_pypi = Participant("torch_pypi", f"PyTorch {message if ok else ''} (PyPI)".replace(
-        "  ", " "), "peer", [])
+    torch_pypi = Participant("torch_pypi", f"PyTorch {message if ok else ''} (PyPI{where})"
+                             .replace("  ", " "), "peer", [])
     if ok:
         torch_pypi.configs = _thread_configs(
-            cores, "mkl", [python, os.path.join(peers, "torch_peer.py")])
-        if quick:
+            cores, "mkl", [python, os.path.join(peers, "torch_peer.py")], torch_env)
+        if quick or on_gpu:
             torch_pypi.configs = _quick_subset(torch_pypi.configs, cores, "mkl")
+        if on_gpu:
+            torch_pypi.configs = torch_pypi.configs[:1]
     else:
         torch_pypi.available, torch_pypi.reason = False, message
-        torch_pypi.title = "PyTorch (PyPI)"
+        torch_pypi.title = f"PyTorch (PyPI{where})"
     parts.append(torch_pypi)
 
     debian_python = "/usr/bin/python3"
     ok, message = _probe_python(debian_python, "torch")
-    torch_debian = Participant("torch_debian", f"PyTorch {message if ok else ''} (Debian)".replace(
-        "  ", " "), "peer", [])
+    torch_debian = Participant("torch_debian", f"PyTorch {message if ok else ''} (Debian{where})"
+                               .replace("  ", " "), "peer", [])
     if ok:
         variants = [("", {})]
         if os.path.exists(os.path.join(DEBIAN_OPENBLAS_OPENMP, "libblas.so.3")):
@@ -244,12 +257,14 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
                          for n, e in list(variants)]
         torch_debian.configs = _thread_configs(
             cores, "openblas", [debian_python, os.path.join(peers, "torch_peer.py")],
-            variants=variants)
-        if quick:
+            torch_env, variants=variants)
+        if quick or on_gpu:
             torch_debian.configs = _quick_subset(torch_debian.configs, cores, "openblas")
+        if on_gpu:
+            torch_debian.configs = torch_debian.configs[:1]
     else:
         torch_debian.available, torch_debian.reason = False, message
-        torch_debian.title = "PyTorch (Debian)"
+        torch_debian.title = f"PyTorch (Debian{where})"
     parts.append(torch_debian)
 
     libtorch = Participant("libtorch", "libtorch (C++)", "peer", [])
@@ -260,7 +275,9 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
                 version = f.read().strip()
         except OSError:
             pass
-        libtorch.title = f"libtorch {version} (C++)".replace("  ", " ")
+        # The C++ peer has no device option: it stays on the CPU, and says so
+        # when the other torch peers are on a GPU.
+        libtorch.title = f"libtorch {version} (C++{', CPU' if on_gpu else ''})".replace("  ", " ")
         libtorch.configs = _thread_configs(cores, "mkl", [libtorch_peer])
         if quick:
             libtorch.configs = _quick_subset(libtorch.configs, cores, "mkl")

@@ -152,7 +152,10 @@ def markdown(run, json_path, chart_path):
             state = "" if p["available"] else f": not available ({p['reason']})"
             where = p["info"].get("executable") or (p["configs"][0]["argv"][0]
                                                      if p["configs"] else "")
-            lines.append(f"- {p['title']}{state}" + (f", `{where}`, "
+            gpu = p["info"].get("gpu")
+            on = (f", on {p['info'].get('device')} ({gpu}, CUDA {p['info'].get('cuda')})"
+                  if gpu else "")
+            lines.append(f"- {p['title']}{state}" + (f", `{where}`{on}, "
                                                      f"{len(p['configs'])} configurations tried"
                                                      if p["available"] else "") + ".")
     onednn = v.get("onednn")

@@ -14,7 +14,10 @@ iterations each; a sample is the mean time of one iteration in seconds.
 
 A peer module defines workloads as classes with setup(arg) and iterate(), and
 optionally batch_context() (a context manager held around the whole batch)
-and extra() (a dict reported with the samples, e.g. test accuracy).
+and extra() (a dict reported with the samples, e.g. test accuracy). A peer on
+an asynchronous device passes sync (e.g. torch.cuda.synchronize): it is called
+after every iteration, warm-up and timed, so that each one has finished before
+the next starts and the clock is read.
 """
 
 import contextlib
@@ -34,9 +37,10 @@ def _reply(obj):
 
 
 class Server:
-    def __init__(self, workloads, info):
+    def __init__(self, workloads, info, sync=None):
         self.workloads = workloads  # name -> class
         self.info = info            # callable -> dict
+        self.sync = sync            # callable or None: waits for the device
         self.current = None         # (name, arg, instance)
 
     def _instance(self, name, arg):
@@ -56,6 +60,12 @@ class Server:
         context = w.batch_context() if hasattr(w, "batch_context") else contextlib.nullcontext()
         out = []
         iterate = w.iterate
+        if self.sync is not None:
+            step, sync = w.iterate, self.sync
+
+            def iterate():
+                step()
+                sync()
         with context:
             for _ in range(warmup):
                 iterate()

@@ -96,6 +96,7 @@ enum {
   TSR_OCL_GEMM_KERNEL_DIRECT = 0,  // gemm_direct: scalar register block from global memory
   TSR_OCL_GEMM_KERNEL_TILED = 1,   // gemm_tiled: TK-deep slices staged in local memory
   TSR_OCL_GEMM_KERNEL_VEC = 2,     // gemm_direct_vec: rows x 8 columns in vector registers
+  TSR_OCL_GEMM_KERNEL_PACKED = 3,  // gemm_packed: operands packed into the workspace first
 };
 
 // One kernel variant: TM x TN tile of C per work-group of WN x WM items, TK
@@ -116,15 +117,23 @@ enum {
   TSR_OCL_GEMM_VEC_64 = 6,
   TSR_OCL_GEMM_VEC_16 = 7,
   TSR_OCL_GEMM_VEC_1 = 8,
-  TSR_OCL_GEMM_VARIANT_COUNT = 9,
+  TSR_OCL_GEMM_PACKED_6X16 = 9,
+  TSR_OCL_GEMM_PACKED_6X8 = 10,
+  TSR_OCL_GEMM_VARIANT_COUNT = 11,
 };
 
 static const tsr_ocl_gemm_variant tsr_ocl_gemm_variants[TSR_OCL_GEMM_VARIANT_COUNT] = {
-    {"tiled-64x64-4x4", 1, 64, 64, 16, 16, 16},    {"tiled-128x64-8x4", 1, 128, 64, 16, 16, 16},
-    {"tiled-32x32-2x2", 1, 32, 32, 16, 16, 16},    {"tiled-32x32-4x4", 1, 32, 32, 16, 8, 8},
-    {"direct-64x64-4x4", 0, 64, 64, 1, 16, 16},    {"direct-16x16-4x4", 0, 16, 16, 1, 4, 4},
-    {"direct-vec-64x64-4x8", 2, 64, 64, 1, 16, 8}, {"direct-vec-16x64-4x8", 2, 16, 64, 1, 4, 8},
+    {"tiled-64x64-4x4", 1, 64, 64, 16, 16, 16},
+    {"tiled-128x64-8x4", 1, 128, 64, 16, 16, 16},
+    {"tiled-32x32-2x2", 1, 32, 32, 16, 16, 16},
+    {"tiled-32x32-4x4", 1, 32, 32, 16, 8, 8},
+    {"direct-64x64-4x4", 0, 64, 64, 1, 16, 16},
+    {"direct-16x16-4x4", 0, 16, 16, 1, 4, 4},
+    {"direct-vec-64x64-4x8", 2, 64, 64, 1, 16, 8},
+    {"direct-vec-16x64-4x8", 2, 16, 64, 1, 4, 8},
     {"direct-vec-1x512-1x8", 2, 1, 512, 1, 1, 64},
+    {"packed-6x16", 3, 6, 16, 1, 1, 1},
+    {"packed-6x8", 3, 6, 8, 1, 1, 1},
 };
 
 // Local memory the variant's kernel declares, in bytes.
@@ -163,12 +172,31 @@ static inline int64_t tsr_ocl_gemm_tiles(const tsr_ocl_gemm_problem *p, int32_t 
   return ((p->m + tm - 1) / tm) * ((p->n + tn - 1) / tn) * (p->batch > 0 ? p->batch : 1);
 }
 
+// The packed variants' workspace: A and B of every batch item, padded to
+// whole tiles (kernels/matmul.cl, gemm_packed), in bytes; 0 for the others.
+static inline uint64_t tsr_ocl_gemm_packed_bytes(const tsr_ocl_gemm_problem *p,
+                                                 const tsr_ocl_gemm_variant *v) {
+  if (v->kernel != TSR_OCL_GEMM_KERNEL_PACKED)
+    return 0;
+  const uint64_t mp = (uint64_t)((p->m + v->tm - 1) / v->tm * v->tm);
+  const uint64_t np = (uint64_t)((p->n + v->tn - 1) / v->tn * v->tn);
+  const uint64_t batch = (uint64_t)(p->batch > 0 ? p->batch : 1);
+  return batch * (uint64_t)p->k * (mp + np) * p->elem_size;
+}
+
+// The most workspace a packed variant may ask for: beyond it (a very large
+// convolution's column matrix) the direct kernels run without one.
+#define TSR_OCL_GEMM_PACKED_MAX_BYTES (UINT64_C(512) << 20)
+
 // Writes the variants that fit |device| into out_order, best first by the
 // device's properties, and returns how many. Devices whose local memory is
 // global memory (CPUs) get the direct vector kernels first: staging through
 // local memory only adds copies there, and the vector type is what reaches
-// their SIMD units (PoCL, 64x784x512 float32: vec 4-7 GFLOP/s, scalar direct
-// and tiled 0.6-1). Others get the tiled kernels. Either way the tile is
+// their SIMD units: the packed kernels first (PoCL, 2 Zen 5 cores, float32
+// 64x7744x288: 40-90 GFLOP/s; 6x16 for float, 6x8 for double, whose vectors
+// are twice as wide), then the direct vector ones (4-7 GFLOP/s; scalar direct
+// and tiled 0.6-1), except for a product of 1-3 rows, which packing would
+// only copy. Others get the tiled kernels. Either way the tile is
 // sized so the problem still fills the compute units. Thread-safe (pure).
 static inline int32_t tsr_ocl_gemm_candidates(const tsr_ocl_device *device,
                                               const tsr_ocl_gemm_problem *p,
@@ -176,7 +204,15 @@ static inline int32_t tsr_ocl_gemm_candidates(const tsr_ocl_device *device,
   int32_t pref[TSR_OCL_GEMM_VARIANT_COUNT];
   int32_t count = 0;
   const int64_t cu = device->compute_units > 0 ? device->compute_units : 1;
+  const int32_t packed_first =
+      p->elem_size == 8 ? TSR_OCL_GEMM_PACKED_6X8 : TSR_OCL_GEMM_PACKED_6X16;
+  const int32_t packed_second =
+      p->elem_size == 8 ? TSR_OCL_GEMM_PACKED_6X16 : TSR_OCL_GEMM_PACKED_6X8;
   if (device->local_mem_is_global || device->local_mem_bytes == 0) {
+    if (p->m > 3) {
+      pref[count++] = packed_first;
+      pref[count++] = packed_second;
+    }
     // Rows past M are computed and dropped: a tile taller than M wastes
     // its height over M (64x for the first convolution's input gradient).
     if (p->m <= 3) {
@@ -198,6 +234,10 @@ static inline int32_t tsr_ocl_gemm_candidates(const tsr_ocl_device *device,
     pref[count++] = TSR_OCL_GEMM_TILED_128X64;
     pref[count++] = TSR_OCL_GEMM_TILED_32;
     pref[count++] = TSR_OCL_GEMM_TILED_32_WG64;
+    if (p->m <= 3) {
+      pref[count++] = packed_first;
+      pref[count++] = packed_second;
+    }
   } else {
     if (tsr_ocl_gemm_tiles(p, 128, 64) >= 4 * cu) {
       pref[count++] = TSR_OCL_GEMM_TILED_128X64;
@@ -218,10 +258,21 @@ static inline int32_t tsr_ocl_gemm_candidates(const tsr_ocl_device *device,
     pref[count++] = TSR_OCL_GEMM_VEC_1;
     pref[count++] = TSR_OCL_GEMM_DIRECT_64;
     pref[count++] = TSR_OCL_GEMM_DIRECT_16;
+    pref[count++] = packed_first;
+    pref[count++] = packed_second;
   }
   int32_t n = 0;
   for (int32_t i = 0; i < count; ++i) {
-    if (tsr_ocl_gemm_variant_fits(device, &tsr_ocl_gemm_variants[pref[i]], p->elem_size)) {
+    const tsr_ocl_gemm_variant *v = &tsr_ocl_gemm_variants[pref[i]];
+    const uint64_t packed = tsr_ocl_gemm_packed_bytes(p, v);
+    // An empty depth has nothing to pack (and the kernel needs a workspace).
+    if (v->kernel == TSR_OCL_GEMM_KERNEL_PACKED && packed == 0)
+      continue;
+    if (packed > TSR_OCL_GEMM_PACKED_MAX_BYTES ||
+        (device->max_alloc_bytes > 0 && packed > device->max_alloc_bytes)) {
+      continue;
+    }
+    if (tsr_ocl_gemm_variant_fits(device, v, p->elem_size)) {
       out_order[n++] = pref[i];
     }
   }
@@ -254,15 +305,24 @@ static inline void tsr_ocl_gemm_split_depth(const tsr_ocl_device *device,
   *out_chunk = chunk;
 }
 
-// A chosen GEMM: its kernel, launch shape and constant array.
+// A chosen GEMM: its kernel, launch shape and constant array; a packed
+// variant also has its two packing kernels and needs workspace_bytes of the
+// workspace given to tsr_ocl_gemm_launch.
 typedef struct tsr_ocl_gemm {
   tsr_ocl_kernel *kernel;
+  tsr_ocl_kernel *pack_a;  // packed variants only
+  tsr_ocl_kernel *pack_b;
   cl_mem geo;       // TSR_OCL_GEO_COUNT int64
   int32_t variant;  // index into tsr_ocl_gemm_variants
   int32_t mode;     // TSR_OCL_GEMM_*
   uint32_t elem_size;
   size_t global[3];
   size_t local[3];
+  size_t pack_a_global[2];
+  size_t pack_b_global[3];
+  int64_t mp, np;            // packed rows and columns (whole tiles)
+  uint64_t at_elems;         // elements of packed A, where packed B starts
+  uint64_t workspace_bytes;  // packed A and B; 0 for the other variants
 } tsr_ocl_gemm;
 
 // Operand extents (bytes) for autotune's scratch buffers: A, B, C, bias.
@@ -286,12 +346,15 @@ TSR_OCL_HIDDEN tsr_status tsr_ocl_gemm_create(tsr_ocl_plan *plan, int32_t mode,
 // Not thread-safe (the plan is idle).
 TSR_OCL_HIDDEN void tsr_ocl_gemm_release(tsr_ocl_gemm *gemm);
 // Enqueues |gemm| on exec->queue: C = act(alpha * A B + bias + beta * C) with
-// the element offsets given. Never blocks or allocates. Thread-safe.
+// the element offsets given; a packed variant first packs A and B into
+// |ws| from byte |ws_off| (gemm->workspace_bytes of it). Never blocks or
+// allocates. Thread-safe.
 TSR_OCL_HIDDEN tsr_status tsr_ocl_gemm_launch(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm,
                                               cl_mem a, uint64_t a_off, cl_mem b, uint64_t b_off,
                                               cl_mem c, uint64_t c_off, cl_mem bias,
                                               uint64_t bias_off, double alpha, double beta,
-                                              int32_t activation, int32_t has_bias);
+                                              int32_t activation, int32_t has_bias, cl_mem ws,
+                                              uint64_t ws_off);
 // Sets plan->engine to "opencl:<what>-<variant>", marked "+tuned" when
 // |tuned| is 1 and "+reused" when it is 2. Thread-safe.
 TSR_OCL_HIDDEN void tsr_ocl_gemm_engine_name(tsr_ocl_plan *plan, const char *what,

@@ -23,6 +23,7 @@ typedef struct conv_state {
   size_t reduce_global, reduce_local;
   size_t dbias_global, dbias_local;
   int64_t splits;
+  uint64_t part_bytes;  // the split filter gradient's partial sums, first in the workspace
   int32_t activation;
   int32_t has_bias;
 } conv_state;
@@ -133,7 +134,8 @@ static tsr_status conv_init(tsr_ocl_plan *plan, const tsr_op_signature *signatur
   TSR_OCL_RETURN_IF_ERROR(tsr_ocl_gemm_create(plan, mode, geo, &p, &ext, key, &st->gemm, &tuned));
   tsr_ocl_gemm_engine_name(plan, what, &st->gemm, tuned);
   plan->info_flags = tuned ? 0 : TSR_PLAN_INFO_DETERMINISTIC;
-  plan->workspace_bytes = 0;
+  // A packed GEMM's operands (after the filter gradient's partial sums).
+  plan->workspace_bytes = st->gemm.workspace_bytes;
   if (mode != TSR_OCL_GEMM_CONV_BACKWARD_FILTER)
     return TSR_OK;
 
@@ -145,7 +147,8 @@ static tsr_status conv_init(tsr_ocl_plan *plan, const tsr_op_signature *signatur
   if (st->splits > 1) {
     const uint64_t part =
         (uint64_t)st->splits * (uint64_t)cv->groups * (uint64_t)p.m * (uint64_t)p.n * elem;
-    plan->workspace_bytes = part;
+    st->part_bytes = part;
+    plan->workspace_bytes = part + st->gemm.workspace_bytes;
     char options[64];
     snprintf(options, sizeof(options), "%s -DRED_WG=64", type);
     status = tsr_ocl_kernel_create(device, "conv", options, "conv_filter_reduce", &st->reduce);
@@ -189,16 +192,17 @@ static tsr_status conv_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exe
     case TSR_OP_CONV2D:
       if (exec->mem[out] == NULL)
         return TSR_OK;
-      return tsr_ocl_gemm_launch(
-          exec, &st->gemm, exec->mem[1], exec->offset[1], exec->mem[0], exec->offset[0],
-          exec->mem[out], exec->offset[out], st->has_bias ? exec->mem[2] : NULL,
-          st->has_bias ? exec->offset[2] : 0, 1.0, 0.0, st->activation, st->has_bias);
+      return tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[1], exec->offset[1], exec->mem[0],
+                                 exec->offset[0], exec->mem[out], exec->offset[out],
+                                 st->has_bias ? exec->mem[2] : NULL,
+                                 st->has_bias ? exec->offset[2] : 0, 1.0, 0.0, st->activation,
+                                 st->has_bias, exec->workspace, exec->workspace_offset);
     case TSR_OP_CONV2D_BACKWARD_DATA:
       if (exec->mem[out] == NULL)
         return TSR_OK;
       return tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[1], exec->offset[1], exec->mem[0],
                                  exec->offset[0], exec->mem[out], exec->offset[out], NULL, 0, 1.0,
-                                 0.0, 0, 0);
+                                 0.0, 0, 0, exec->workspace, exec->workspace_offset);
     default:
       break;
   }
@@ -206,9 +210,10 @@ static tsr_status conv_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exe
   if (exec->mem[out] != NULL) {
     if (st->splits > 1) {
       const uint64_t part_off = exec->workspace_offset / (uint64_t)cv->elem_size;
-      TSR_OCL_RETURN_IF_ERROR(tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[0], exec->offset[0],
-                                                  exec->mem[1], exec->offset[1], exec->workspace,
-                                                  part_off, NULL, 0, 1.0, 0.0, 0, 0));
+      TSR_OCL_RETURN_IF_ERROR(
+          tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[0], exec->offset[0], exec->mem[1],
+                              exec->offset[1], exec->workspace, part_off, NULL, 0, 1.0, 0.0, 0, 0,
+                              exec->workspace, exec->workspace_offset + st->part_bytes));
       cl_ulong offs[2] = {part_off, exec->offset[out]};
       const tsr_ocl_arg args[5] = {TSR_OCL_ARG(exec->workspace), TSR_OCL_ARG(offs[0]),
                                    TSR_OCL_ARG(exec->mem[out]), TSR_OCL_ARG(offs[1]),
@@ -218,7 +223,8 @@ static tsr_status conv_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exe
     } else {
       TSR_OCL_RETURN_IF_ERROR(tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[0], exec->offset[0],
                                                   exec->mem[1], exec->offset[1], exec->mem[out],
-                                                  exec->offset[out], NULL, 0, 1.0, 0.0, 0, 0));
+                                                  exec->offset[out], NULL, 0, 1.0, 0.0, 0, 0,
+                                                  exec->workspace, exec->workspace_offset));
     }
   }
   if (st->has_bias && exec->mem[out + 1] != NULL) {

@@ -16,19 +16,37 @@
 
 // --- the GEMM engine -------------------------------------------------------------
 
-static tsr_status gemm_kernel_build(tsr_ocl_device *device, const tsr_ocl_gemm_problem *p,
-                                    int32_t mode, int32_t variant, tsr_ocl_kernel **out_kernel) {
+// The build options of |variant|'s program for |p| in |mode|.
+static void gemm_options(const tsr_ocl_gemm_problem *p, int32_t mode, int32_t variant,
+                         char *out_options, size_t size) {
   const tsr_ocl_gemm_variant *v = &tsr_ocl_gemm_variants[variant];
   const tsr_dtype_t dtype = p->elem_size == 8 ? TSR_FLOAT64 : TSR_FLOAT32;
   const int64_t limit = INT64_C(1) << 31;
   const int idx32 = p->m < limit && p->n < limit && p->k < limit;
+  snprintf(out_options, size,
+           "%s -DMODE=%d -DKERNEL=%d -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DIDX32=%d",
+           tsr_ocl_type_option(dtype), (int)mode, (int)v->kernel, (int)v->tm, (int)v->tn,
+           (int)v->tk, (int)v->wm, (int)v->wn, idx32);
+}
+
+static tsr_status gemm_kernel_build(tsr_ocl_device *device, const tsr_ocl_gemm_problem *p,
+                                    int32_t mode, int32_t variant, tsr_ocl_kernel **out_kernel) {
   char options[160];
-  snprintf(options, sizeof(options),
-           "%s -DMODE=%d -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DIDX32=%d",
-           tsr_ocl_type_option(dtype), (int)mode, (int)v->tm, (int)v->tn, (int)v->tk, (int)v->wm,
-           (int)v->wn, idx32);
-  static const char *const names[] = {"gemm_direct", "gemm_tiled", "gemm_direct_vec"};
-  return tsr_ocl_kernel_create(device, "matmul", options, names[v->kernel], out_kernel);
+  gemm_options(p, mode, variant, options, sizeof(options));
+  static const char *const names[] = {"gemm_direct", "gemm_tiled", "gemm_direct_vec",
+                                      "gemm_packed"};
+  return tsr_ocl_kernel_create(device, "matmul", options,
+                               names[tsr_ocl_gemm_variants[variant].kernel], out_kernel);
+}
+
+// The packing kernels of a packed variant (the same program as its GEMM).
+static tsr_status gemm_pack_kernels_build(tsr_ocl_device *device, const tsr_ocl_gemm_problem *p,
+                                          int32_t mode, tsr_ocl_gemm *g) {
+  char options[160];
+  gemm_options(p, mode, g->variant, options, sizeof(options));
+  TSR_OCL_RETURN_IF_ERROR(
+      tsr_ocl_kernel_create(device, "matmul", options, "gemm_pack_a", &g->pack_a));
+  return tsr_ocl_kernel_create(device, "matmul", options, "gemm_pack_b", &g->pack_b);
 }
 
 // Fills |g| for |variant|: launch shape, the split of a backward filter (into
@@ -56,23 +74,90 @@ static tsr_status gemm_finish(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
   g->global[0] = (size_t)((p->n + v->tn - 1) / v->tn) * (size_t)v->wn;
   g->global[1] = (size_t)((p->m + v->tm - 1) / v->tm) * (size_t)v->wm;
   g->global[2] = (size_t)(z > 0 ? z : 1);
+  if (v->kernel == TSR_OCL_GEMM_KERNEL_PACKED) {
+    // Row tiles walk fastest (gemm_packed); the packing passes run over
+    // (k, item) and (column chunks of 64, k, item).
+    const size_t col_tiles = g->global[0];
+    g->global[0] = g->global[1];
+    g->global[1] = col_tiles;
+    const size_t items = (size_t)(p->batch > 0 ? p->batch : 1);
+    g->mp = (p->m + v->tm - 1) / v->tm * v->tm;
+    g->np = (p->n + v->tn - 1) / v->tn * v->tn;
+    g->at_elems = (uint64_t)items * (uint64_t)p->k * (uint64_t)g->mp;
+    g->workspace_bytes = tsr_ocl_gemm_packed_bytes(p, v);
+    g->pack_a_global[0] = (size_t)(p->k > 0 ? p->k : 1);
+    g->pack_a_global[1] = items;
+    g->pack_b_global[0] = (size_t)((g->np + 63) / 64);
+    g->pack_b_global[1] = (size_t)(p->k > 0 ? p->k : 1);
+    g->pack_b_global[2] = items;
+    TSR_OCL_RETURN_IF_ERROR(gemm_pack_kernels_build(plan->device, p, mode, g));
+  }
   return tsr_ocl_const_buffer_create(plan->device, geo, TSR_OCL_GEO_COUNT * sizeof(int64_t),
                                      &g->geo);
 }
 
 void tsr_ocl_gemm_release(tsr_ocl_gemm *gemm) {
-  if (gemm->kernel != NULL)
-    tsr_ocl_kernel_destroy(gemm->kernel);
+  tsr_ocl_kernel_destroy(gemm->kernel);
+  tsr_ocl_kernel_destroy(gemm->pack_a);
+  tsr_ocl_kernel_destroy(gemm->pack_b);
   if (gemm->geo != NULL)
     clReleaseMemObject(gemm->geo);
-  gemm->kernel = NULL;
+  gemm->kernel = gemm->pack_a = gemm->pack_b = NULL;
   gemm->geo = NULL;
+}
+
+// The packed variant: pack A and B into |ws|, then the GEMM reads them there.
+static tsr_status gemm_launch_packed(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm, cl_mem a,
+                                     uint64_t a_off, cl_mem b, uint64_t b_off, cl_mem c,
+                                     uint64_t c_off, cl_mem bias, uint64_t bias_off, double alpha,
+                                     double beta, int32_t activation, int32_t has_bias, cl_mem ws,
+                                     uint64_t ws_off) {
+  if (ws == NULL || gemm->workspace_bytes == 0) {
+    return tsr_ocl_error(
+        TSR_INVALID_ARGUMENT, "opencl: %s GEMM: needs %llu bytes of workspace, none was given",
+        tsr_ocl_gemm_variants[gemm->variant].name, (unsigned long long)gemm->workspace_bytes);
+  }
+  // The offsets of packed A and B, in elements of the workspace.
+  const cl_ulong at = ws_off / gemm->elem_size, bt = at + gemm->at_elems;
+  const cl_ulong offs[4] = {a_off, b_off, c_off, bias_off};
+  const cl_long mp = gemm->mp, np = gemm->np;
+  const tsr_ocl_arg pack_a[6] = {TSR_OCL_ARG(a),  TSR_OCL_ARG(offs[0]),   TSR_OCL_ARG(ws),
+                                 TSR_OCL_ARG(at), TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(mp)};
+  TSR_OCL_RETURN_IF_ERROR(
+      tsr_ocl_launch(exec, gemm->pack_a, 2, gemm->pack_a_global, NULL, 6, pack_a));
+  const tsr_ocl_arg pack_b[6] = {TSR_OCL_ARG(b),  TSR_OCL_ARG(offs[1]),   TSR_OCL_ARG(ws),
+                                 TSR_OCL_ARG(bt), TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(np)};
+  TSR_OCL_RETURN_IF_ERROR(
+      tsr_ocl_launch(exec, gemm->pack_b, 3, gemm->pack_b_global, NULL, 6, pack_b));
+  float alpha_f = (float)alpha, beta_f = (float)beta;
+  const int f64 = gemm->elem_size == 8;
+  const tsr_ocl_arg args[14] = {
+      TSR_OCL_ARG(ws),
+      TSR_OCL_ARG(at),
+      TSR_OCL_ARG(bt),
+      TSR_OCL_ARG(mp),
+      TSR_OCL_ARG(np),
+      TSR_OCL_ARG(c),
+      TSR_OCL_ARG(offs[2]),
+      TSR_OCL_ARG(bias),
+      TSR_OCL_ARG(offs[3]),
+      TSR_OCL_ARG(gemm->geo),
+      f64 ? TSR_OCL_ARG(alpha) : TSR_OCL_ARG(alpha_f),
+      f64 ? TSR_OCL_ARG(beta) : TSR_OCL_ARG(beta_f),
+      TSR_OCL_ARG(activation),
+      TSR_OCL_ARG(has_bias),
+  };
+  return tsr_ocl_launch(exec, gemm->kernel, 3, gemm->global, gemm->local, 14, args);
 }
 
 tsr_status tsr_ocl_gemm_launch(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm, cl_mem a,
                                uint64_t a_off, cl_mem b, uint64_t b_off, cl_mem c, uint64_t c_off,
                                cl_mem bias, uint64_t bias_off, double alpha, double beta,
-                               int32_t activation, int32_t has_bias) {
+                               int32_t activation, int32_t has_bias, cl_mem ws, uint64_t ws_off) {
+  if (gemm->pack_a != NULL) {
+    return gemm_launch_packed(exec, gemm, a, a_off, b, b_off, c, c_off, bias, bias_off, alpha, beta,
+                              activation, has_bias, ws, ws_off);
+  }
   cl_ulong offs[4] = {a_off, b_off, c_off, bias_off};
   float alpha_f = (float)alpha, beta_f = (float)beta;
   const int f64 = gemm->elem_size == 8;
@@ -107,7 +192,7 @@ void tsr_ocl_gemm_engine_name(tsr_ocl_plan *plan, const char *what, const tsr_oc
 typedef struct gemm_trial {
   tsr_ocl_device *device;
   const tsr_ocl_gemm *gemm;
-  cl_mem mem[4];  // A, B, C, bias
+  cl_mem mem[5];  // A, B, C, bias, workspace
 } gemm_trial;
 
 static tsr_status gemm_trial_run(void *arg, cl_command_queue queue) {
@@ -117,7 +202,7 @@ static tsr_status gemm_trial_run(void *arg, cl_command_queue queue) {
   exec.device = t->device;
   exec.queue = queue;
   return tsr_ocl_gemm_launch(&exec, t->gemm, t->mem[0], 0, t->mem[1], 0, t->mem[2], 0, t->mem[3], 0,
-                             1.0, 0.0, 0, 0);
+                             1.0, 0.0, 0, 0, t->mem[4], 0);
 }
 
 // The C scratch of a candidate: a backward filter split writes partial sums.
@@ -135,8 +220,8 @@ static tsr_status gemm_autotune(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
                                 const tsr_ocl_gemm_problem *p, const tsr_ocl_gemm_extents *ext,
                                 const int32_t *order, int32_t count, int32_t *out_best) {
   tsr_ocl_device *device = plan->device;
-  tsr_ocl_buffer *scratch[4] = {NULL, NULL, NULL, NULL};
-  cl_mem mem[4] = {NULL, NULL, NULL, NULL};
+  tsr_ocl_buffer *scratch[5] = {NULL, NULL, NULL, NULL, NULL};
+  cl_mem mem[5] = {NULL, NULL, NULL, NULL, NULL};
   tsr_status status = TSR_OK;
   double best_ms = 0.0;
   *out_best = -1;
@@ -146,7 +231,7 @@ static tsr_status gemm_autotune(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
     status =
         tsr_ocl_scratch_alloc(device, ext->bytes[i] > 0 ? ext->bytes[i] : 64, &mem[i], &scratch[i]);
   }
-  uint64_t c_capacity = 0;
+  uint64_t c_capacity = 0, ws_capacity = 0;
   for (int32_t c = 0; c < count && status == TSR_OK; ++c) {
     tsr_ocl_kernel *kernel = NULL;
     if (gemm_kernel_build(device, p, mode, order[c], &kernel) != TSR_OK)
@@ -172,9 +257,16 @@ static tsr_status gemm_autotune(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
       status = tsr_ocl_scratch_alloc(device, c_bytes > 0 ? c_bytes : 64, &mem[2], &scratch[2]);
       c_capacity = status == TSR_OK ? c_bytes : 0;
     }
+    if (status == TSR_OK && g.workspace_bytes > ws_capacity) {
+      tsr_ocl_scratch_free(scratch[4]);
+      scratch[4] = NULL;
+      mem[4] = NULL;
+      status = tsr_ocl_scratch_alloc(device, g.workspace_bytes, &mem[4], &scratch[4]);
+      ws_capacity = status == TSR_OK ? g.workspace_bytes : 0;
+    }
     double ms = 0.0;
     if (status == TSR_OK) {
-      gemm_trial trial = {device, &g, {mem[0], mem[1], mem[2], mem[3]}};
+      gemm_trial trial = {device, &g, {mem[0], mem[1], mem[2], mem[3], mem[4]}};
       status = tsr_ocl_time(device, gemm_trial_run, &trial, 3, &ms);
     }
     tsr_ocl_gemm_release(&g);
@@ -187,7 +279,7 @@ static tsr_status gemm_autotune(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
       best_ms = ms;
     }
   }
-  for (int i = 0; i < 4; ++i) tsr_ocl_scratch_free(scratch[i]);
+  for (int i = 0; i < 5; ++i) tsr_ocl_scratch_free(scratch[i]);
   if (status == TSR_OK && *out_best < 0) {
     status = tsr_ocl_error(TSR_UNSUPPORTED, "opencl: %s: no GEMM variant builds on %s",
                            tsr_op_name(plan->op), device->name);
@@ -335,7 +427,7 @@ static tsr_status matmul_init(tsr_ocl_plan *plan, const tsr_op_signature *signat
   TSR_OCL_RETURN_IF_ERROR(
       tsr_ocl_gemm_create(plan, TSR_OCL_GEMM_MATMUL, geo, &problem, &ext, key, &st->gemm, &tuned));
   tsr_ocl_gemm_engine_name(plan, "matmul", &st->gemm, tuned);
-  plan->workspace_bytes = 0;
+  plan->workspace_bytes = st->gemm.workspace_bytes;
   // Every variant sums k in order with no atomics; only a timed choice can
   // differ between runs.
   plan->info_flags = tuned ? 0 : TSR_PLAN_INFO_DETERMINISTIC;
@@ -347,10 +439,10 @@ static tsr_status matmul_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *e
   const int32_t out = exec->num_inputs;
   if (exec->mem[out] == NULL)
     return TSR_OK;  // empty output
-  return tsr_ocl_gemm_launch(exec, &st->gemm, exec->mem[0], exec->offset[0], exec->mem[1],
-                             exec->offset[1], exec->mem[out], exec->offset[out],
-                             st->has_bias ? exec->mem[2] : NULL, st->has_bias ? exec->offset[2] : 0,
-                             st->alpha, st->beta, st->activation, st->has_bias);
+  return tsr_ocl_gemm_launch(
+      exec, &st->gemm, exec->mem[0], exec->offset[0], exec->mem[1], exec->offset[1], exec->mem[out],
+      exec->offset[out], st->has_bias ? exec->mem[2] : NULL, st->has_bias ? exec->offset[2] : 0,
+      st->alpha, st->beta, st->activation, st->has_bias, exec->workspace, exec->workspace_offset);
 }
 
 static void matmul_fini(tsr_ocl_plan *plan) {
@@ -358,8 +450,7 @@ static void matmul_fini(tsr_ocl_plan *plan) {
   tsr_ocl_gemm_release(&st->gemm);
 }
 
-static const tsr_ocl_op_impl k_matmul_impl = {NULL, matmul_init, matmul_execute,
-                                              matmul_fini};
+static const tsr_ocl_op_impl k_matmul_impl = {NULL, matmul_init, matmul_execute, matmul_fini};
 
 const tsr_ocl_op_impl *const tsr_ocl_matmul_ops[TSR_OP_COUNT] = {
     [TSR_OP_MATMUL] = &k_matmul_impl,

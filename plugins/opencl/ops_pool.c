@@ -85,9 +85,8 @@ static tsr_status pool_init(tsr_ocl_plan *plan, const tsr_op_signature *signatur
     status = tsr_ocl_kernel_create(device, "pool", options,
                                    forward ? "pool_forward" : "pool_backward", &st->main);
     if (status == TSR_OK) {
-      // One work-item per output element (dx element for the backward).
-      const int64_t total =
-          forward ? pl->n * pl->c * pl->oh * pl->ow : pl->n * pl->c * pl->h * pl->w;
+      // One work-item per output row (dx row for the backward).
+      const int64_t total = forward ? pl->n * pl->c * pl->oh : pl->n * pl->c * pl->h;
       st->local = tsr_ocl_pow2_floor(256, st->main->max_work_group_size);
       st->global = tsr_ocl_round_up((size_t)total, st->local);
     }
@@ -180,5 +179,4 @@ static tsr_status pool_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exe
 }
 
 const tsr_ocl_op_impl tsr_ocl_pool2d_impl = {NULL, pool_init, pool_execute, pool_fini};
-const tsr_ocl_op_impl tsr_ocl_pool2d_backward_impl = {NULL, pool_init, pool_execute,
-                                                      pool_fini};
+const tsr_ocl_op_impl tsr_ocl_pool2d_backward_impl = {NULL, pool_init, pool_execute, pool_fini};

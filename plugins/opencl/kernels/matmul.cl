@@ -10,6 +10,11 @@
 //   -DTM -DTN -DTK          the work-group's tile of C (TM x TN) and depth step
 //   -DWM -DWN               work-group shape (WN x WM work-items); each item
 //                           computes (TM / WM) x (TN / WN) elements of C
+//   -DKERNEL=<n>            only kernel n of the file (TSR_OCL_GEMM_KERNEL_*:
+//                           0 direct, 1 tiled, 2 direct_vec, 3 packed with its
+//                           packing kernels); the others are not compiled
+//                           (the compiler's time per program, 0.3-0.7 s on
+//                           PoCL, grows with the kernels it sees)
 //   -DIDX32=0|1             1 when M, N and K are below 2^31: the
 //                           convolutions' index divisions run in 32 bits
 //                           (64-bit division costs several times more)
@@ -51,6 +56,9 @@
 #endif
 #ifndef IDX32
 #define IDX32 0
+#endif
+#ifndef KERNEL
+#define KERNEL -1
 #endif
 // Quotient of two non-negative indices.
 #if IDX32
@@ -336,6 +344,7 @@ inline void gemm_store(const gemm_ctx *c, __global T *out, __global const T *bia
   }
 }
 
+#if KERNEL < 0 || KERNEL == 1
 // C tile (get_group_id(1), get_group_id(0)) of batch item get_group_id(2),
 // with TK-deep slices of A and B staged through local memory.
 __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_tiled(
@@ -396,6 +405,9 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_tiled(
   gemm_store(&c, out, bias, acc, row0, col0, ty, tx, alpha, beta, act, has_bias);
 }
 
+#endif  // gemm_tiled
+
+#if KERNEL < 0 || KERNEL == 0
 // The same tile, read straight from global memory. Rows and columns past
 // the edge load clamped indices and are not stored, so the loop has no
 // branches.
@@ -423,6 +435,8 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct(
   gemm_store(&c, out, bias, acc, row0, col0, ty, tx, alpha, beta, act, has_bias);
 }
 
+#endif  // gemm_direct
+
 // Each work-item computes RM rows by 8 adjacent columns in one vector per
 // row (RN must be 8): on CPU devices (PoCL) the vector type is what reaches
 // the SIMD units, where the scalar kernels above leave them idle; measured
@@ -432,6 +446,7 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct(
 #define TSR_CAT_(a, b) a##b
 #define TSR_CAT(a, b) TSR_CAT_(a, b)
 #define T8 TSR_CAT(T, 8)
+#if KERNEL < 0 || KERNEL == 2
 __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct_vec(
     __global const T *a, ulong a_off, __global const T *b, ulong b_off, __global T *out,
     ulong out_off, __global const T *bias, ulong bias_off, __constant const long *geo, T alpha,
@@ -580,3 +595,187 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct_vec(
     }
   }
 }
+
+#endif  // gemm_direct_vec
+
+// --- packed operands (CPU devices) ----------------------------------------------
+//
+// gemm_packed is for devices whose local memory is global memory (PoCL's CPU
+// device): there the GEMM is bound by how its loads reach the SIMD units, and
+// the other kernels' per-element index arithmetic (the im2col decomposition,
+// the strides) costs more than the multiply-adds. So two cheap passes first
+// copy A and B into the workspace in the order the GEMM reads them, zero-padded
+// to whole tiles:
+//   At[z][k][i] = A[i, k]   (i < Mp, a multiple of TM)
+//   Bt[z][k][j] = B[k, j]   (j < Np, a multiple of TN)
+// and the GEMM itself is one work-item per TM x TN tile, TN / 8 vectors of 8
+// columns per row held in registers, with no index arithmetic in its loop:
+// measured on PoCL (2 Zen 5 cores, LLVM's haswell target), 64x7744x288
+// float32 runs at 40-90 GFLOP/s against 2 for the implicit GEMM. Work-item
+// ids walk the row tiles fastest, so consecutive tiles share B's panel in
+// the cache. The sum over k is in ascending order, as in the other kernels.
+
+// The batch item (matmul) or group (convolutions) a packed operand belongs
+// to: a split filter gradient's splits share their group's operands.
+#if KERNEL < 0 || KERNEL == 3
+inline long packed_item(__constant const long *geo, long z) {
+#if MODE == 3
+  return z / geo[GEO_SPLITS];
+#else
+  return z;
+#endif
+}
+
+// At = A packed: one work-item per (k, batch item), the rows in its loop (the
+// decomposition of k is the same for all of them).
+__kernel void gemm_pack_a(__global const T *a, ulong a_off, __global T *ws, ulong at_off,
+                          __constant const long *geo, long mp) {
+  const long k = (long)get_global_id(0), item = (long)get_global_id(1);
+  const long depth = geo[GEO_K];
+  if (k >= depth) return;
+  gemm_ctx c;
+#if MODE == 3
+  gemm_ctx_init(&c, geo, item * geo[GEO_SPLITS], a_off, 0, 0, 0);
+#else
+  gemm_ctx_init(&c, geo, item, a_off, 0, 0, 0);
+#endif
+  __global T *dst = ws + (long)at_off + (item * depth + k) * mp;
+  long i = 0;
+  for (; i < c.m; ++i) dst[i] = load_a(&c, a, i, k);
+  for (; i < mp; ++i) dst[i] = (T)0;
+}
+
+#define PACK_CHUNK 64
+
+// Bt = B packed: one work-item per (PACK_CHUNK columns, k, batch item). The
+// column's position is decomposed once per chunk and then stepped, so the
+// loop has no division.
+__kernel void gemm_pack_b(__global const T *b, ulong b_off, __global T *ws, ulong bt_off,
+                          __constant const long *geo, long np) {
+  const long j0 = (long)get_global_id(0) * PACK_CHUNK, k = (long)get_global_id(1);
+  const long item = (long)get_global_id(2);
+  const long depth = geo[GEO_K];
+  if (k >= depth || j0 >= np) return;
+  gemm_ctx c;
+#if MODE == 3
+  gemm_ctx_init(&c, geo, item * geo[GEO_SPLITS], 0, b_off, 0, 0);
+#else
+  gemm_ctx_init(&c, geo, item, 0, b_off, 0, 0);
+#endif
+  __global T *dst = ws + (long)bt_off + (item * depth + k) * np;
+  const long j_end = min(j0 + PACK_CHUNK, c.n), pad_end = min(j0 + PACK_CHUNK, np);
+  long j = j0;
+#if MODE == 0
+  __global const T *src = b + c.b_base + k * c.b_rs;
+  for (; j < j_end; ++j) dst[j] = src[j * c.b_cs];
+#elif MODE == 1
+  // k = (ci, kh, kw); j = (n, p, q) stepped.
+  const long ci = QUO(k, c.khkw), r = k - ci * c.khkw, kh = QUO(r, c.kw), kw = r - kh * c.kw;
+  const long base = c.b_base + ci * c.xs1, dh = kh * c.d0 - c.p0, dw = kw * c.d1 - c.p1;
+  long n = QUO(j, c.cols), pq = j - n * c.cols, p = QUO(pq, c.ow), q = pq - p * c.ow;
+  for (; j < j_end; ++j) {
+    const long ih = p * c.s0 + dh, iw = q * c.s1 + dw;
+    dst[j] = (ih >= 0 && ih < c.h && iw >= 0 && iw < c.w)
+                 ? b[base + n * c.xs0 + ih * c.xs2 + iw * c.xs3]
+                 : (T)0;
+    if (++q == c.ow) {
+      q = 0;
+      if (++p == c.oh) {
+        p = 0;
+        ++n;
+      }
+    }
+  }
+#elif MODE == 2
+  // k = (o, kh, kw); j = (n, h, w) stepped; dy[n, o, p, q] where
+  // p * s0 - p0 + kh * d0 = h.
+  const long o = QUO(k, c.khkw), r = k - o * c.khkw, kh = QUO(r, c.kw), kw = r - kh * c.kw;
+  const long base = c.b_base + o * c.ys1, dh = c.p0 - kh * c.d0, dw = c.p1 - kw * c.d1;
+  const long hw = c.h * c.w;
+  long n = QUO(j, hw), rest = j - n * hw, h = QUO(rest, c.w), w = rest - h * c.w;
+  const int unit = c.s0 == 1 && c.s1 == 1;
+  for (; j < j_end; ++j) {
+    const long th = h + dh, tw = w + dw;
+    T v = (T)0;
+    if (th >= 0 && tw >= 0) {
+      long p = th, q = tw;
+      int hit = 1;
+      if (!unit) {
+        p = QUO(th, c.s0);
+        q = QUO(tw, c.s1);
+        hit = p * c.s0 == th && q * c.s1 == tw;
+      }
+      if (hit && p < c.oh && q < c.ow) v = b[base + n * c.ys0 + p * c.ys2 + q * c.ys3];
+    }
+    dst[j] = v;
+    if (++w == c.w) {
+      w = 0;
+      if (++h == c.h) {
+        h = 0;
+        ++n;
+      }
+    }
+  }
+#else
+  // k = (n, p, q); j = (ci, kh, kw) stepped.
+  const long n = QUO(k, c.cols), pq = k - n * c.cols, p = QUO(pq, c.ow), q = pq - p * c.ow;
+  const long base = c.b_base + n * c.xs0, h0 = p * c.s0 - c.p0, w0 = q * c.s1 - c.p1;
+  long ci = QUO(j, c.khkw), r = j - ci * c.khkw, kh = QUO(r, c.kw), kw = r - kh * c.kw;
+  for (; j < j_end; ++j) {
+    const long ih = h0 + kh * c.d0, iw = w0 + kw * c.d1;
+    dst[j] = (ih >= 0 && ih < c.h && iw >= 0 && iw < c.w)
+                 ? b[base + ci * c.xs1 + ih * c.xs2 + iw * c.xs3]
+                 : (T)0;
+    if (++kw == c.kw) {
+      kw = 0;
+      if (++kh == c.kh) {
+        kh = 0;
+        ++ci;
+      }
+    }
+  }
+#endif
+  for (; j < pad_end; ++j) dst[j] = (T)0;
+}
+
+#define VN (TN / 8)
+
+// C tile (get_global_id(0) * TM rows, get_global_id(1) * TN columns) of item
+// get_global_id(2) from At and Bt; the epilogue is gemm_store's.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm_packed(
+    __global const T *ws, ulong at_off, ulong bt_off, long mp, long np, __global T *out,
+    ulong out_off, __global const T *bias, ulong bias_off, __constant const long *geo, T alpha,
+    T beta, int act, int has_bias) {
+  const long z = (long)get_global_id(2);
+  gemm_ctx c;
+  gemm_ctx_init(&c, geo, z, 0, 0, out_off, bias_off);
+  const long row0 = (long)get_global_id(0) * TM, col0 = (long)get_global_id(1) * TN;
+  const long item = packed_item(geo, z), depth = geo[GEO_K];
+  __global const T *ap = ws + (long)at_off + (item * depth + c.k_begin) * mp + row0;
+  __global const T *bp = ws + (long)bt_off + (item * depth + c.k_begin) * np + col0;
+  T8 acc[TM][VN];
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int v = 0; v < VN; ++v) acc[r][v] = (T8)((T)0);
+  for (long k = c.k_begin; k < c.k_end; ++k) {
+    T8 bv[VN];
+#pragma unroll
+    for (int v = 0; v < VN; ++v) bv[v] = vload8(v, bp);
+#pragma unroll
+    for (int r = 0; r < TM; ++r) {
+      const T8 av = (T8)(ap[r]);
+#pragma unroll
+      for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+    }
+    ap += mp;
+    bp += np;
+  }
+  T vals[TM][TN];
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int v = 0; v < VN; ++v) vstore8(acc[r][v], v, vals[r]);
+  gemm_store(&c, out, bias, vals, row0, col0, 0, 0, alpha, beta, act, has_bias);
+}
+#endif  // the packed kernels

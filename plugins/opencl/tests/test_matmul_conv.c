@@ -1181,7 +1181,8 @@ static void test_pool_max_backward_index_out_of_range_is_reported(void **state) 
   tsr_tensor *in[2] = {tdy, ti};
   tsr_status status = tsr_op_run(TSR_OP_POOL2D_BACKWARD, 2, in, 1, &tdx, &attrs);
   // The stream waits for the check's callback, so the next synchronize reports it.
-  if (status == TSR_OK) status = tsr_device_synchronize(g_device);
+  if (status == TSR_OK)
+    status = tsr_device_synchronize(g_device);
   assert_int_equal(status, TSR_INVALID_ARGUMENT);
   print_message("  out-of-range index: %s\n", tsr_last_error());
   // The error was taken; the device is usable again.
@@ -1226,9 +1227,14 @@ static void test_engine_default_pick_by_device_properties(void **state) {
   const tsr_ocl_device small_gpu = fake_device(32768, 0, 256, 4);
   assert_int_equal(first_choice(&small_gpu, 64, 512, 784, 4), TSR_OCL_GEMM_TILED_64);
   const tsr_ocl_device cpu = fake_device(524288, 1, 4096, 2);
-  assert_int_equal(first_choice(&cpu, 64, 512, 784, 4), TSR_OCL_GEMM_VEC_64);
-  assert_int_equal(first_choice(&cpu, 16, 64, 784, 4), TSR_OCL_GEMM_VEC_16);
+  assert_int_equal(first_choice(&cpu, 64, 512, 784, 4), TSR_OCL_GEMM_PACKED_6X16);
+  assert_int_equal(first_choice(&cpu, 64, 512, 784, 8), TSR_OCL_GEMM_PACKED_6X8);
+  assert_int_equal(first_choice(&cpu, 16, 64, 784, 4), TSR_OCL_GEMM_PACKED_6X16);
   assert_int_equal(first_choice(&cpu, 1, 50176, 288, 4), TSR_OCL_GEMM_VEC_1);
+  // Packing a column matrix past the workspace limit: the direct kernels.
+  assert_int_equal(first_choice(&cpu, 64, 64 * 224 * 224, 576, 4), TSR_OCL_GEMM_VEC_64);
+  // An empty depth has nothing to pack.
+  assert_int_equal(first_choice(&cpu, 64, 512, 0, 4), TSR_OCL_GEMM_VEC_64);
   const tsr_ocl_device wg64 = fake_device(49152, 0, 64, 16);
   assert_int_equal(first_choice(&wg64, 1024, 1024, 1024, 4), TSR_OCL_GEMM_TILED_32_WG64);
   const tsr_ocl_device wg16 = fake_device(49152, 0, 16, 16);
@@ -1245,8 +1251,8 @@ static void test_engine_default_pick_by_device_properties(void **state) {
   }
   const tsr_ocl_device no_local = fake_device(0, 0, 1024, 8);
   const int32_t n2 = tsr_ocl_gemm_candidates(&no_local, &big, order);
-  assert_int_equal(n2, 5);
-  assert_int_equal(order[0], TSR_OCL_GEMM_VEC_64);
+  assert_int_equal(n2, 7);
+  assert_int_equal(order[0], TSR_OCL_GEMM_PACKED_6X8);
   // The filter gradient splits a long depth only as far as the device needs.
   int64_t splits = 0, chunk = 0;
   const tsr_ocl_gemm_problem filter = {64, 288, 64 * 121, 1, 4};
