@@ -106,77 +106,64 @@ void tsr_ocl_gemm_release(tsr_ocl_gemm *gemm) {
   gemm->geo = NULL;
 }
 
-// The packed variant: pack A and B into |ws|, then the GEMM reads them there.
-static tsr_status gemm_launch_packed(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm, cl_mem a,
-                                     uint64_t a_off, cl_mem b, uint64_t b_off, cl_mem c,
-                                     uint64_t c_off, cl_mem bias, uint64_t bias_off, double alpha,
-                                     double beta, int32_t activation, int32_t has_bias, cl_mem ws,
-                                     uint64_t ws_off) {
+// The packed variant's first passes: A and B packed into |ws| from byte
+// |ws_off|, at element offsets *out_at and *out_bt of it.
+static tsr_status gemm_pack(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm, cl_mem a,
+                            const cl_ulong *a_off, cl_mem b, const cl_ulong *b_off, cl_mem ws,
+                            uint64_t ws_off, cl_ulong *out_at, cl_ulong *out_bt) {
   if (ws == NULL || gemm->workspace_bytes == 0) {
     return tsr_ocl_error(
         TSR_INVALID_ARGUMENT, "opencl: %s GEMM: needs %llu bytes of workspace, none was given",
         tsr_ocl_gemm_variants[gemm->variant].name, (unsigned long long)gemm->workspace_bytes);
   }
-  // The offsets of packed A and B, in elements of the workspace.
-  const cl_ulong at = ws_off / gemm->elem_size, bt = at + gemm->at_elems;
-  const cl_ulong offs[4] = {a_off, b_off, c_off, bias_off};
-  const cl_long mp = gemm->mp, np = gemm->np;
-  const tsr_ocl_arg pack_a[6] = {TSR_OCL_ARG(a),  TSR_OCL_ARG(offs[0]),   TSR_OCL_ARG(ws),
-                                 TSR_OCL_ARG(at), TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(mp)};
+  *out_at = ws_off / gemm->elem_size;
+  *out_bt = *out_at + gemm->at_elems;
+  const tsr_ocl_arg pack_a[6] = {TSR_OCL_ARG(a),         TSR_OCL_ARG(*a_off),
+                                 TSR_OCL_ARG(ws),        TSR_OCL_ARG(*out_at),
+                                 TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(gemm->mp)};
   TSR_OCL_RETURN_IF_ERROR(
       tsr_ocl_launch(exec, gemm->pack_a, 2, gemm->pack_a_global, NULL, 6, pack_a));
-  const tsr_ocl_arg pack_b[6] = {TSR_OCL_ARG(b),  TSR_OCL_ARG(offs[1]),   TSR_OCL_ARG(ws),
-                                 TSR_OCL_ARG(bt), TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(np)};
-  TSR_OCL_RETURN_IF_ERROR(
-      tsr_ocl_launch(exec, gemm->pack_b, 3, gemm->pack_b_global, NULL, 6, pack_b));
-  float alpha_f = (float)alpha, beta_f = (float)beta;
-  const int f64 = gemm->elem_size == 8;
-  const tsr_ocl_arg args[14] = {
-      TSR_OCL_ARG(ws),
-      TSR_OCL_ARG(at),
-      TSR_OCL_ARG(bt),
-      TSR_OCL_ARG(mp),
-      TSR_OCL_ARG(np),
-      TSR_OCL_ARG(c),
-      TSR_OCL_ARG(offs[2]),
-      TSR_OCL_ARG(bias),
-      TSR_OCL_ARG(offs[3]),
-      TSR_OCL_ARG(gemm->geo),
-      f64 ? TSR_OCL_ARG(alpha) : TSR_OCL_ARG(alpha_f),
-      f64 ? TSR_OCL_ARG(beta) : TSR_OCL_ARG(beta_f),
-      TSR_OCL_ARG(activation),
-      TSR_OCL_ARG(has_bias),
-  };
-  return tsr_ocl_launch(exec, gemm->kernel, 3, gemm->global, gemm->local, 14, args);
+  const tsr_ocl_arg pack_b[6] = {TSR_OCL_ARG(b),         TSR_OCL_ARG(*b_off),
+                                 TSR_OCL_ARG(ws),        TSR_OCL_ARG(*out_bt),
+                                 TSR_OCL_ARG(gemm->geo), TSR_OCL_ARG(gemm->np)};
+  return tsr_ocl_launch(exec, gemm->pack_b, 3, gemm->pack_b_global, NULL, 6, pack_b);
 }
 
 tsr_status tsr_ocl_gemm_launch(const tsr_ocl_exec *exec, const tsr_ocl_gemm *gemm, cl_mem a,
                                uint64_t a_off, cl_mem b, uint64_t b_off, cl_mem c, uint64_t c_off,
                                cl_mem bias, uint64_t bias_off, double alpha, double beta,
                                int32_t activation, int32_t has_bias, cl_mem ws, uint64_t ws_off) {
-  if (gemm->pack_a != NULL) {
-    return gemm_launch_packed(exec, gemm, a, a_off, b, b_off, c, c_off, bias, bias_off, alpha, beta,
-                              activation, has_bias, ws, ws_off);
-  }
-  cl_ulong offs[4] = {a_off, b_off, c_off, bias_off};
+  const cl_ulong offs[4] = {a_off, b_off, c_off, bias_off};
+  cl_ulong at = 0, bt = 0;
   float alpha_f = (float)alpha, beta_f = (float)beta;
   const int f64 = gemm->elem_size == 8;
-  tsr_ocl_arg args[13] = {
-      TSR_OCL_ARG(a),
-      TSR_OCL_ARG(offs[0]),
-      TSR_OCL_ARG(b),
-      TSR_OCL_ARG(offs[1]),
-      TSR_OCL_ARG(c),
-      TSR_OCL_ARG(offs[2]),
-      TSR_OCL_ARG(bias),
-      TSR_OCL_ARG(offs[3]),
-      TSR_OCL_ARG(gemm->geo),
-      f64 ? TSR_OCL_ARG(alpha) : TSR_OCL_ARG(alpha_f),
-      f64 ? TSR_OCL_ARG(beta) : TSR_OCL_ARG(beta_f),
-      TSR_OCL_ARG(activation),
-      TSR_OCL_ARG(has_bias),
-  };
-  return tsr_ocl_launch(exec, gemm->kernel, 3, gemm->global, gemm->local, 13, args);
+  // The operands: A and B (gemm_tiled, gemm_direct, gemm_direct_vec), or
+  // their packed copies in the workspace (gemm_packed); then the common tail.
+  tsr_ocl_arg args[14];
+  int32_t n = 0;
+  if (gemm->pack_a != NULL) {
+    TSR_OCL_RETURN_IF_ERROR(gemm_pack(exec, gemm, a, &offs[0], b, &offs[1], ws, ws_off, &at, &bt));
+    args[n++] = TSR_OCL_ARG(ws);
+    args[n++] = TSR_OCL_ARG(at);
+    args[n++] = TSR_OCL_ARG(bt);
+    args[n++] = TSR_OCL_ARG(gemm->mp);
+    args[n++] = TSR_OCL_ARG(gemm->np);
+  } else {
+    args[n++] = TSR_OCL_ARG(a);
+    args[n++] = TSR_OCL_ARG(offs[0]);
+    args[n++] = TSR_OCL_ARG(b);
+    args[n++] = TSR_OCL_ARG(offs[1]);
+  }
+  args[n++] = TSR_OCL_ARG(c);
+  args[n++] = TSR_OCL_ARG(offs[2]);
+  args[n++] = TSR_OCL_ARG(bias);
+  args[n++] = TSR_OCL_ARG(offs[3]);
+  args[n++] = TSR_OCL_ARG(gemm->geo);
+  args[n++] = f64 ? TSR_OCL_ARG(alpha) : TSR_OCL_ARG(alpha_f);
+  args[n++] = f64 ? TSR_OCL_ARG(beta) : TSR_OCL_ARG(beta_f);
+  args[n++] = TSR_OCL_ARG(activation);
+  args[n++] = TSR_OCL_ARG(has_bias);
+  return tsr_ocl_launch(exec, gemm->kernel, 3, gemm->global, gemm->local, n, args);
 }
 
 void tsr_ocl_gemm_engine_name(tsr_ocl_plan *plan, const char *what, const tsr_ocl_gemm *gemm,
