@@ -103,73 +103,38 @@ inline int64_t view_numel(const tsr_cuda_view *v) {
 
 }  // namespace tsr_cuda
 
+// One case of the dtype switches below: |BODY| with |T| bound to |TYPE|.
+#define TSR_CUDA_DTYPE_CASE(DTYPE, TYPE, ...) \
+  case DTYPE: {                               \
+    using T = TYPE;                           \
+    __VA_ARGS__;                              \
+    break;                                    \
+  }
+
+// The float dtypes' cases.
+#define TSR_CUDA_FLOAT_CASES(...)                            \
+  TSR_CUDA_DTYPE_CASE(TSR_FLOAT32, float, __VA_ARGS__)       \
+  TSR_CUDA_DTYPE_CASE(TSR_FLOAT64, double, __VA_ARGS__)      \
+  TSR_CUDA_DTYPE_CASE(TSR_FLOAT16, __half, __VA_ARGS__)      \
+  TSR_CUDA_DTYPE_CASE(TSR_BFLOAT16, __nv_bfloat16, __VA_ARGS__)
+
 // Runs |BODY| with |T| bound to the element type of float |dtype|.
 #define TSR_CUDA_FLOAT_SWITCH(dtype, ...) \
   switch (dtype) {                        \
-    case TSR_FLOAT32: {                   \
-      using T = float;                    \
-      __VA_ARGS__;                        \
-      break;                              \
-    }                                     \
-    case TSR_FLOAT64: {                   \
-      using T = double;                   \
-      __VA_ARGS__;                        \
-      break;                              \
-    }                                     \
-    case TSR_FLOAT16: {                   \
-      using T = __half;                   \
-      __VA_ARGS__;                        \
-      break;                              \
-    }                                     \
-    case TSR_BFLOAT16: {                  \
-      using T = __nv_bfloat16;            \
-      __VA_ARGS__;                        \
-      break;                              \
-    }                                     \
+    TSR_CUDA_FLOAT_CASES(__VA_ARGS__)     \
     default:                              \
       return TSR_UNSUPPORTED;             \
   }
 
 // As TSR_CUDA_FLOAT_SWITCH, for every dtype (bool as uint8_t).
-#define TSR_CUDA_ALL_SWITCH(dtype, ...) \
-  switch (dtype) {                      \
-    case TSR_FLOAT32: {                 \
-      using T = float;                  \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_FLOAT64: {                 \
-      using T = double;                 \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_FLOAT16: {                 \
-      using T = __half;                 \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_BFLOAT16: {                \
-      using T = __nv_bfloat16;          \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_INT32: {                   \
-      using T = int32_t;                \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_INT64: {                   \
-      using T = int64_t;                \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    case TSR_BOOL: {                    \
-      using T = uint8_t;                \
-      __VA_ARGS__;                      \
-      break;                            \
-    }                                   \
-    default:                            \
-      return TSR_UNSUPPORTED;           \
+#define TSR_CUDA_ALL_SWITCH(dtype, ...)                  \
+  switch (dtype) {                                       \
+    TSR_CUDA_FLOAT_CASES(__VA_ARGS__)                    \
+    TSR_CUDA_DTYPE_CASE(TSR_INT32, int32_t, __VA_ARGS__) \
+    TSR_CUDA_DTYPE_CASE(TSR_INT64, int64_t, __VA_ARGS__) \
+    TSR_CUDA_DTYPE_CASE(TSR_BOOL, uint8_t, __VA_ARGS__)  \
+    default:                                             \
+      return TSR_UNSUPPORTED;                            \
   }
 
 #endif  // TESSERA_PLUGINS_CUDA_KERNELS_COMMON_CUH_

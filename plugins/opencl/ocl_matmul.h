@@ -174,12 +174,17 @@ static inline int64_t tsr_ocl_gemm_tiles(const tsr_ocl_gemm_problem *p, int32_t 
 
 // The packed variants' workspace: A and B of every batch item, padded to
 // whole tiles (kernels/matmul.cl, gemm_packed), in bytes; 0 for the others.
+// |extent| rounded up to whole tiles of |tile|.
+static inline int64_t tsr_ocl_gemm_padded(int64_t extent, int32_t tile) {
+  return (extent + tile - 1) / tile * tile;
+}
+
 static inline uint64_t tsr_ocl_gemm_packed_bytes(const tsr_ocl_gemm_problem *p,
                                                  const tsr_ocl_gemm_variant *v) {
   if (v->kernel != TSR_OCL_GEMM_KERNEL_PACKED)
     return 0;
-  const uint64_t mp = (uint64_t)((p->m + v->tm - 1) / v->tm * v->tm);
-  const uint64_t np = (uint64_t)((p->n + v->tn - 1) / v->tn * v->tn);
+  const uint64_t mp = (uint64_t)tsr_ocl_gemm_padded(p->m, v->tm);
+  const uint64_t np = (uint64_t)tsr_ocl_gemm_padded(p->n, v->tn);
   const uint64_t batch = (uint64_t)(p->batch > 0 ? p->batch : 1);
   return batch * (uint64_t)p->k * (mp + np) * p->elem_size;
 }
@@ -190,14 +195,15 @@ static inline uint64_t tsr_ocl_gemm_packed_bytes(const tsr_ocl_gemm_problem *p,
 
 // Writes the variants that fit |device| into out_order, best first by the
 // device's properties, and returns how many. Devices whose local memory is
-// global memory (CPUs) get the direct vector kernels first: staging through
-// local memory only adds copies there, and the vector type is what reaches
-// their SIMD units: the packed kernels first (PoCL, 2 Zen 5 cores, float32
-// 64x7744x288: 40-90 GFLOP/s; 6x16 for float, 6x8 for double, whose vectors
-// are twice as wide), then the direct vector ones (4-7 GFLOP/s; scalar direct
-// and tiled 0.6-1), except for a product of 1-3 rows, which packing would
-// only copy. Others get the tiled kernels. Either way the tile is
-// sized so the problem still fills the compute units. Thread-safe (pure).
+// global memory (CPUs) get the packed kernels first (PoCL, 2 Zen 5 cores,
+// float32 64x7744x288: 40-90 GFLOP/s; 6x16 for float, 6x8 for double, whose
+// vectors are twice as wide), then the direct vector ones (4-7 GFLOP/s),
+// then the scalar direct and tiled ones (0.6-1): staging through local
+// memory only adds copies there, and vector types are what reach their SIMD
+// units. A product of 1-3 rows, which packing would only copy, starts with
+// the direct vector kernels. Other devices get the tiled kernels. Either way
+// the tile is sized so the problem still fills the compute units.
+// Thread-safe (pure).
 static inline int32_t tsr_ocl_gemm_candidates(const tsr_ocl_device *device,
                                               const tsr_ocl_gemm_problem *p,
                                               int32_t out_order[TSR_OCL_GEMM_VARIANT_COUNT]) {

@@ -81,8 +81,8 @@ static tsr_status gemm_finish(tsr_ocl_plan *plan, int32_t mode, int64_t *geo,
     g->global[0] = g->global[1];
     g->global[1] = col_tiles;
     const size_t items = (size_t)(p->batch > 0 ? p->batch : 1);
-    g->mp = (p->m + v->tm - 1) / v->tm * v->tm;
-    g->np = (p->n + v->tn - 1) / v->tn * v->tn;
+    g->mp = tsr_ocl_gemm_padded(p->m, v->tm);
+    g->np = tsr_ocl_gemm_padded(p->n, v->tn);
     g->at_elems = (uint64_t)items * (uint64_t)p->k * (uint64_t)g->mp;
     g->workspace_bytes = tsr_ocl_gemm_packed_bytes(p, v);
     g->pack_a_global[0] = (size_t)(p->k > 0 ? p->k : 1);

@@ -3,8 +3,9 @@
 // The forward runs one work-item per output row, the backward one per dx
 // row: the row's position and its vertical taps are worked out once, so the
 // loop over the row's elements divides only where a stride or dilation
-// other than 1 asks for it (per element, the 64-bit divisions cost more than
-// the pooling: PoCL, 64x32x26x26 max 2x2: 25 ms per element, 1-2 per row).
+// other than 1 asks for it. One item per element decomposed its position
+// with several 64-bit divisions (tens of cycles each on a CPU device) for a
+// window of a few loads.
 // The backward gathers: each dx element sums the dy of the windows that
 // cover it, in a fixed order, so it needs no float atomics and is
 // bit-reproducible. MAX backward trusts the gather only for planes whose
