@@ -279,7 +279,12 @@ tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *sign
   if (outputs != NULL) {
     for (int32_t i = 0; i < signature->num_outputs; ++i) {
       tsr_storage_mark_used(outputs[i]->storage, stream);
-      atomic_fetch_add_explicit(&outputs[i]->storage->version, 1, memory_order_relaxed);
+      // A load and a store, not an atomic add (a locked instruction). The
+      // count is exact for writes the caller orders; two threads writing
+      // one tensor at once race on its data anyway.
+      atomic_uint_fast64_t *version = &outputs[i]->storage->version;
+      atomic_store_explicit(version, atomic_load_explicit(version, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
     }
   }
   return TSR_OK;

@@ -67,6 +67,17 @@ struct tsr_event {
   tsr_plugin_event *handle;
 };
 
+// Drops one reference from |refs|; returns 1 when it was the last. A count
+// of 1 (read with acquire, pairing with other holders' releasing drops)
+// means the caller holds the only reference, and then no other thread can
+// change it: the locked decrement is skipped. That is the common case for
+// an eager op's temporaries.
+static inline int tsr_ref_drop(atomic_int *refs) {
+  if (atomic_load_explicit(refs, memory_order_acquire) == 1)
+    return 1;
+  return atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
 typedef struct tsr_storage {
   atomic_int refs;
   tsr_device *device;

@@ -89,8 +89,9 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank, co
   return TSR_OK;
 }
 
-tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
-                            const int64_t *sizes, const int64_t *strides, int64_t offset) {
+// A handle on |storage| that takes over one of the caller's references.
+static tsr_tensor *tensor_adopt(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
+                                const int64_t *sizes, const int64_t *strides, int64_t offset) {
   tsr_tensor *t = tls_free_tensors;
   if (t != NULL) {
     tls_free_tensors = t->next_free;
@@ -118,8 +119,14 @@ tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t ran
   t->requires_grad = 0;
   t->scope_slot = -1;
   t->scope_owner = NULL;
-  tsr_storage_retain(storage);
   tsr_scope_adopt(t);
+  return t;
+}
+
+tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
+                            const int64_t *sizes, const int64_t *strides, int64_t offset) {
+  tsr_tensor *t = tensor_adopt(storage, dtype, rank, sizes, strides, offset);
+  if (t != NULL) tsr_storage_retain(storage);
   return t;
 }
 
@@ -143,8 +150,10 @@ tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t d
     tsr_fail(device, status, "%s: %s", what, tsr_error_message());
     return NULL;
   }
-  tsr_tensor *t = tsr_tensor_make(storage, dtype, rank, sizes, strides, 0);
-  tsr_storage_release(storage);  // the tensor holds it now
+  // The new storage's one reference goes to the tensor: no retain and
+  // release pair, each an atomic read-modify-write on the eager path.
+  tsr_tensor *t = tensor_adopt(storage, dtype, rank, sizes, strides, 0);
+  if (t == NULL) tsr_storage_release(storage);
   return t;
 }
 
@@ -167,7 +176,7 @@ void tsr_tensor_release(tsr_tensor * tensor) {
 void tsr_tensor_unref(tsr_tensor *tensor) {
   if (tensor == NULL)
     return;
-  if (atomic_fetch_sub_explicit(&tensor->refs, 1, memory_order_acq_rel) != 1)
+  if (!tsr_ref_drop(&tensor->refs))
     return;
   if (tensor->grad_fn != NULL) {
     tsr_grad_fn *fn = tensor->grad_fn;

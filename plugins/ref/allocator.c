@@ -1,12 +1,17 @@
 // ref's caching allocator: size classes, one free list and lock per class.
 //
+// The class lock is a spin lock: it guards a few loads and stores, never a
+// call, and an out-of-place eager op takes it twice (alloc and free). A
+// pthread mutex cost about 55 instructions per lock and unlock pair there
+// (callgrind, 16-float tsr_add), a spin lock one exchange and one store.
+//
 // Classes are 64 bytes and then four per power of two (2^k * 5/4, 6/4, 7/4,
 // 8/4), so rounding wastes at most a quarter and a freed block fits the next
 // request of similar size. Blocks come from the host's mem_alloc: host memory
 // the plugin holds then goes through the one allocator the core accounts for
 // and a test host can count, and it is reached only on a cache miss, never on
 // the hot path. Cached blocks go back to the system only through trim.
-#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -20,7 +25,7 @@
 #define TSR_REF_CLASS_COUNT (1 + 4 * (TSR_REF_MAX_BUFFER_LOG2 - TSR_REF_MIN_CLASS_LOG2))
 
 typedef struct tsr_ref_size_class {
-  pthread_mutex_t lock;
+  atomic_int lock;  // 0 free, 1 held
   tsr_plugin_buffer *free_list;
   uint64_t cached_count;
   uint64_t reserved_bytes;
@@ -30,14 +35,31 @@ typedef struct tsr_ref_size_class {
 } __attribute__((aligned(64))) tsr_ref_size_class;
 
 static tsr_ref_size_class g_classes[TSR_REF_CLASS_COUNT];
-static pthread_once_t g_classes_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t g_bytes_in_use;
 static _Atomic uint64_t g_peak_bytes_in_use;
 
-static void tsr_ref_classes_init(void) {
-  for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) {
-    pthread_mutex_init(&g_classes[i].lock, NULL);
+static inline void tsr_ref_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void tsr_ref_class_lock(tsr_ref_size_class *c) {
+  for (int spins = 0; atomic_exchange_explicit(&c->lock, 1, memory_order_acquire) != 0;) {
+    // Wait reading, not exchanging, so the holder's line is not stolen;
+    // yield after a while in case the holder was preempted.
+    while (atomic_load_explicit(&c->lock, memory_order_relaxed) != 0) {
+      if (++spins < 64) {
+        tsr_ref_cpu_relax();
+      } else {
+        sched_yield();
+      }
+    }
   }
+}
+
+static void tsr_ref_class_unlock(tsr_ref_size_class *c) {
+  atomic_store_explicit(&c->lock, 0, memory_order_release);
 }
 
 static int tsr_ref_log2_floor(uint64_t v) { return 63 - __builtin_clzll(v); }
@@ -78,14 +100,14 @@ static void tsr_ref_in_use_add(uint64_t bytes) {
 // Frees every cached block of one class; returns how many bytes went back.
 static uint64_t tsr_ref_size_class_trim(tsr_ref_size_class *c) {
   const tsr_host_api *host = tsr_ref_host_get();
-  pthread_mutex_lock(&c->lock);
+  tsr_ref_class_lock(c);
   tsr_plugin_buffer *list = c->free_list;
   uint64_t freed = 0;
   for (tsr_plugin_buffer *b = list; b != NULL; b = b->next_free) freed += b->capacity;
   c->free_list = NULL;
   c->cached_count = 0;
   c->reserved_bytes -= freed;
-  pthread_mutex_unlock(&c->lock);
+  tsr_ref_class_unlock(c);
   while (list != NULL) {
     tsr_plugin_buffer *next = list->next_free;
     host->mem_free(host->ctx, list);
@@ -95,7 +117,6 @@ static uint64_t tsr_ref_size_class_trim(tsr_ref_size_class *c) {
 }
 
 static tsr_status tsr_ref_trim_all(void) {
-  pthread_once(&g_classes_once, tsr_ref_classes_init);
   for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) tsr_ref_size_class_trim(&g_classes[i]);
   return TSR_OK;
 }
@@ -114,18 +135,17 @@ tsr_status tsr_ref_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_strea
                              "buffer_alloc: %llu bytes is more than ref's largest buffer (2^%d bytes)",
                              (unsigned long long)bytes, TSR_REF_MAX_BUFFER_LOG2);
   }
-  pthread_once(&g_classes_once, tsr_ref_classes_init);
   uint32_t index = tsr_ref_size_class_index(bytes);
   tsr_ref_size_class *c = &g_classes[index];
 
-  pthread_mutex_lock(&c->lock);
+  tsr_ref_class_lock(c);
   tsr_plugin_buffer *buffer = c->free_list;
   if (buffer != NULL) {
     c->free_list = buffer->next_free;
     c->cached_count--;
     c->alloc_count++;
   }
-  pthread_mutex_unlock(&c->lock);
+  tsr_ref_class_unlock(c);
 
   if (buffer == NULL) {
     const tsr_host_api *host = tsr_ref_host_get();
@@ -146,11 +166,11 @@ tsr_status tsr_ref_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_strea
     buffer->data = (char *)block + TSR_REF_BASE_ALIGNMENT;
     buffer->capacity = capacity;
     buffer->size_class = index;
-    pthread_mutex_lock(&c->lock);
+    tsr_ref_class_lock(c);
     c->reserved_bytes += capacity;
     c->system_alloc_count++;
     c->alloc_count++;
-    pthread_mutex_unlock(&c->lock);
+    tsr_ref_class_unlock(c);
   }
   buffer->bytes = bytes;
   buffer->next_free = NULL;
@@ -171,12 +191,12 @@ tsr_status tsr_ref_buffer_free(tsr_plugin_buffer *buffer, tsr_plugin_stream *str
   buffer->state = TSR_REF_BUFFER_CACHED;
   atomic_fetch_sub_explicit(&g_bytes_in_use, buffer->capacity, memory_order_relaxed);
   tsr_ref_size_class *c = &g_classes[buffer->size_class];
-  pthread_mutex_lock(&c->lock);
+  tsr_ref_class_lock(c);
   buffer->next_free = c->free_list;
   c->free_list = buffer;
   c->cached_count++;
   c->free_count++;
-  pthread_mutex_unlock(&c->lock);
+  tsr_ref_class_unlock(c);
   return TSR_OK;
 }
 
@@ -205,16 +225,15 @@ tsr_status tsr_ref_allocator_stats_get(int32_t device, tsr_allocator_stats *out_
                              "allocator_stats_get: out_stats->struct_size %zu is too small",
                              out_stats->struct_size);
   }
-  pthread_once(&g_classes_once, tsr_ref_classes_init);
   tsr_allocator_stats s = {0};
   for (int i = 0; i < TSR_REF_CLASS_COUNT; ++i) {
     tsr_ref_size_class *c = &g_classes[i];
-    pthread_mutex_lock(&c->lock);
+    tsr_ref_class_lock(c);
     s.bytes_reserved += c->reserved_bytes;
     s.alloc_count += c->alloc_count;
     s.free_count += c->free_count;
     s.system_alloc_count += c->system_alloc_count;
-    pthread_mutex_unlock(&c->lock);
+    tsr_ref_class_unlock(c);
   }
   s.bytes_in_use = atomic_load_explicit(&g_bytes_in_use, memory_order_relaxed);
   s.peak_bytes_in_use = atomic_load_explicit(&g_peak_bytes_in_use, memory_order_relaxed);
