@@ -10,6 +10,12 @@
 //             beforehand, split over TSR_BENCH_THREADS pthreads (default 2):
 //             the memory bandwidth floor of an elementwise add (12 bytes
 //             per element counted; the write-allocate read of c is not).
+//   mlp_train the eight GEMMs of one mlp_train step (784-512-512-10, batch
+//             128: three forward products, three weight gradients, two input
+//             gradients, 410.8 MFLOP) as dnnl_sgemm calls on preallocated
+//             operands: the floor of a step for any implementation whose
+//             matrix products are oneDNN's, before a single elementwise op,
+//             bias, loss or optimizer update is counted.
 //
 // Any other workload answers "not yet": it has no limit measured here.
 #include <pthread.h>
@@ -24,12 +30,22 @@
 #define ADD_COUNT (16 * 1024 * 1024)
 #define MAX_THREADS 64
 
+// The mlp_train step's layers: batch, and the widths in, hidden, hidden, out.
+#define MLP_BATCH 128
+#define MLP_LAYERS 3
+static const int64_t k_mlp_width[MLP_LAYERS + 1] = {784, 512, 512, 10};
+
 typedef struct limits {
   int threads;
   int64_t sgemm_n;
   float *a, *b, *c;  // the current workload's buffers, inside:
   void *raw[3];      // their allocations
   int add_ready;
+  // mlp_train: per layer l, the input activation act[l] [batch, width[l]],
+  // the weight w[l] [width[l+1], width[l]] and its gradient dw[l], and the
+  // output gradient dact[l+1] [batch, width[l+1]]; one allocation.
+  float *mlp;
+  float *act[MLP_LAYERS + 1], *dact[MLP_LAYERS + 1], *w[MLP_LAYERS], *dw[MLP_LAYERS];
 } limits;
 
 static void buffers_free(limits *l) {
@@ -40,6 +56,58 @@ static void buffers_free(limits *l) {
   l->a = l->b = l->c = NULL;
   l->sgemm_n = 0;
   l->add_ready = 0;
+  free(l->mlp);
+  l->mlp = NULL;
+}
+
+static int mlp_alloc(limits *l) {
+  buffers_free(l);
+  size_t total = 0;
+  for (int i = 0; i <= MLP_LAYERS; ++i) total += 2 * (size_t)(MLP_BATCH * k_mlp_width[i]);
+  for (int i = 0; i < MLP_LAYERS; ++i) total += 2 * (size_t)(k_mlp_width[i] * k_mlp_width[i + 1]);
+  // Every matrix starts on a 64-byte boundary: 16 floats of slack each.
+  total += 16 * (2 * (MLP_LAYERS + 1) + 2 * MLP_LAYERS);
+  l->mlp = aligned_alloc(64, (total * sizeof(float) + 63) & ~(size_t)63);
+  if (l->mlp == NULL) return 0;
+  bench_fill_random(l->mlp, total, 3);
+  float *next = l->mlp;
+  for (int i = 0; i <= MLP_LAYERS; ++i) {
+    const size_t n = (size_t)(MLP_BATCH * k_mlp_width[i]);
+    l->act[i] = next;
+    l->dact[i] = next + ((n + 15) & ~(size_t)15);
+    next = l->dact[i] + ((n + 15) & ~(size_t)15);
+  }
+  for (int i = 0; i < MLP_LAYERS; ++i) {
+    const size_t n = (size_t)(k_mlp_width[i] * k_mlp_width[i + 1]);
+    l->w[i] = next;
+    l->dw[i] = next + ((n + 15) & ~(size_t)15);
+    next = l->dw[i] + ((n + 15) & ~(size_t)15);
+  }
+  return 1;
+}
+
+// One step's GEMMs, row-major as a Linear layer stores its weight [out, in]:
+//   forward  act[l+1] = act[l] w[l]^T            (batch x out x in)
+//   weights  dw[l]    = dact[l+1]^T act[l]       (out x in x batch)
+//   inputs   dact[l]  = dact[l+1] w[l], l >= 1   (batch x in x out)
+static dnnl_status_t mlp_step(limits *l) {
+  const int64_t b = MLP_BATCH;
+  dnnl_status_t st = dnnl_success;
+  for (int i = 0; i < MLP_LAYERS && st == dnnl_success; ++i) {
+    const int64_t in = k_mlp_width[i], out = k_mlp_width[i + 1];
+    st = dnnl_sgemm('N', 'T', b, out, in, 1.0f, l->act[i], in, l->w[i], in, 0.0f, l->act[i + 1],
+                    out);
+  }
+  for (int i = MLP_LAYERS - 1; i >= 0 && st == dnnl_success; --i) {
+    const int64_t in = k_mlp_width[i], out = k_mlp_width[i + 1];
+    st = dnnl_sgemm('T', 'N', out, in, b, 1.0f, l->dact[i + 1], out, l->act[i], in, 0.0f,
+                    l->dw[i], in);
+    if (st == dnnl_success && i > 0) {
+      st = dnnl_sgemm('N', 'N', b, in, out, 1.0f, l->dact[i + 1], out, l->w[i], in, 0.0f,
+                      l->dact[i], in);
+    }
+  }
+  return st;
 }
 
 // Each buffer starts at a different offset within its page (0, 1 KiB, 2 KiB):
@@ -96,9 +164,15 @@ static int add_run(limits *l) {
   return 1;
 }
 
-// One sgemm or one add; 0 with |message| set on failure.
-static int limits_iterate(limits *l, int is_sgemm, char *message, size_t size) {
-  if (is_sgemm) {
+// One sgemm, one add or one step's GEMMs; 0 with |message| set on failure.
+static int limits_iterate(limits *l, int is_sgemm, int is_mlp, char *message, size_t size) {
+  if (is_mlp) {
+    dnnl_status_t status = mlp_step(l);
+    if (status != dnnl_success) {
+      snprintf(message, size, "mlp_train: dnnl_sgemm: status %d", (int)status);
+      return 0;
+    }
+  } else if (is_sgemm) {
     const int64_t n = l->sgemm_n;
     dnnl_status_t status = dnnl_sgemm('N', 'N', n, n, n, 1.0f, l->a, n, l->b, n, 0.0f, l->c, n);
     if (status != dnnl_success) {
@@ -117,7 +191,8 @@ static bench_result limits_run(void *user, const bench_request *request, double 
   limits *l = user;
   const int is_sgemm = strcmp(request->workload, "sgemm") == 0;
   const int is_add = strcmp(request->workload, "add_16M") == 0;
-  if (!is_sgemm && !is_add) {
+  const int is_mlp = strcmp(request->workload, "mlp_train") == 0;
+  if (!is_sgemm && !is_add && !is_mlp) {
     snprintf(message, size, "no physical limit is measured for %s", request->workload);
     return BENCH_NOT_YET;
   }
@@ -138,19 +213,35 @@ static bench_result limits_run(void *user, const bench_request *request, double 
       return BENCH_ERROR;
     }
     l->add_ready = 1;
+  } else if (is_mlp && l->mlp == NULL) {
+    if (!mlp_alloc(l)) {
+      snprintf(message, size, "mlp_train: out of memory");
+      return BENCH_ERROR;
+    }
   }
   for (int32_t i = 0; i < request->warmup; ++i) {
-    if (!limits_iterate(l, is_sgemm, message, size)) return BENCH_ERROR;
+    if (!limits_iterate(l, is_sgemm, is_mlp, message, size)) return BENCH_ERROR;
   }
   for (int32_t s = 0; s < request->samples; ++s) {
     double t0 = bench_now();
     for (int64_t i = 0; i < request->inner; ++i) {
-      if (!limits_iterate(l, is_sgemm, message, size)) return BENCH_ERROR;
+      if (!limits_iterate(l, is_sgemm, is_mlp, message, size)) return BENCH_ERROR;
     }
     out_samples[s] = (bench_now() - t0) / (double)request->inner;
   }
   // One entry checked, so that a failed call is never reported as a peak.
-  if (is_sgemm) {
+  if (is_mlp) {
+    // The last product: dw[0][0][0] = sum over the batch of dact[1][.][0] act[0][.][0].
+    double want = 0.0;
+    for (int64_t k = 0; k < MLP_BATCH; ++k) {
+      want += (double)l->dact[1][k * k_mlp_width[1]] * l->act[0][k * k_mlp_width[0]];
+    }
+    double got = l->dw[0][0], err = got > want ? got - want : want - got;
+    if (err > 1e-3 * MLP_BATCH) {
+      snprintf(message, size, "mlp_train: dw[0][0] is %g, float64 reference %g", got, want);
+      return BENCH_ERROR;
+    }
+  } else if (is_sgemm) {
     double want = 0.0;
     for (int64_t k = 0; k < n; ++k) want += (double)l->a[k] * l->b[k * n];
     double got = l->c[0], err = got > want ? got - want : want - got;

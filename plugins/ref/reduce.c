@@ -231,6 +231,79 @@ static void tsr_ref_reduce_segments_run(void *arg, int64_t begin, int64_t end,
   }
 }
 
+// --- Column path -------------------------------------------------------------
+// A bias gradient sums [N, C] over N: the general path walks each of the C
+// outputs down a column, N strided loads through a function pointer (72 us
+// for 128 x 512 float32 on the 2-core build machine). Here rows of x are
+// added into a chunk of double accumulators, a loop gcc vectorizes. Each
+// output still folds its elements in the same order, in the same segments,
+// from the same 0.0, so the bits equal the general path's.
+
+// Outputs per task; their accumulators live on the stack.
+#define TSR_REF_REDUCE_COLUMNS 256
+
+// Byte offset in x of reduced element |r| (row-major over the reduced axes).
+static int64_t tsr_ref_reduce_red_offset(const tsr_ref_reduce_shape *s, int64_t r) {
+  int64_t offset = 0;
+  for (int32_t d = s->red_ndim - 1; d >= 0; --d) {
+    offset += (r % s->red_sizes[d]) * s->red_strides[d];
+    r /= s->red_sizes[d];
+  }
+  return offset;
+}
+
+#define TSR_REF_REDUCE_COLUMNS_FN(name, T)                                                    \
+  static void name(const tsr_ref_reduce_plan *rp, const char *x, char *out, int64_t n) {      \
+    const tsr_ref_reduce_shape *s = &rp->shape;                                              \
+    double acc[TSR_REF_REDUCE_COLUMNS], part[TSR_REF_REDUCE_COLUMNS];                        \
+    for (int64_t j = 0; j < n; ++j) acc[j] = 0.0;                                            \
+    for (int64_t seg = 0; seg < rp->segments; ++seg) {                                       \
+      const int64_t begin = seg * rp->segment;                                               \
+      const int64_t end = begin + rp->segment < s->red_count ? begin + rp->segment           \
+                                                             : s->red_count;                 \
+      for (int64_t j = 0; j < n; ++j) part[j] = 0.0;                                         \
+      for (int64_t r = begin; r < end; ++r) {                                                \
+        const T *row = (const T *)(const void *)(x + tsr_ref_reduce_red_offset(s, r));       \
+        for (int64_t j = 0; j < n; ++j) part[j] += (double)row[j];                           \
+      }                                                                                      \
+      for (int64_t j = 0; j < n; ++j) acc[j] += part[j];                                     \
+    }                                                                                        \
+    T *o = (T *)(void *)out;                                                                 \
+    if (rp->mean) {                                                                          \
+      const double count = (double)s->red_count;                                             \
+      for (int64_t j = 0; j < n; ++j) o[j] = (T)(acc[j] / count);                            \
+    } else {                                                                                 \
+      for (int64_t j = 0; j < n; ++j) o[j] = (T)acc[j];                                      \
+    }                                                                                        \
+  }
+
+TSR_REF_REDUCE_COLUMNS_FN(tsr_ref_reduce_columns_f32, float)
+TSR_REF_REDUCE_COLUMNS_FN(tsr_ref_reduce_columns_f64, double)
+
+// Tasks [begin, end): task t is chunk t % chunks of the innermost kept axis
+// in row t / chunks of the outer kept axes.
+static void tsr_ref_reduce_columns_run(void *arg, int64_t begin, int64_t end,
+                                       int32_t thread_index) {
+  (void)thread_index;
+  const tsr_ref_reduce_job *job = arg;
+  const tsr_ref_reduce_plan *r = job->r;
+  const tsr_ref_reduce_shape *s = &r->shape;
+  const int64_t inner = s->kept_sizes[s->kept_ndim - 1];
+  const int64_t chunks = (inner + TSR_REF_REDUCE_COLUMNS - 1) / TSR_REF_REDUCE_COLUMNS;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t first = (t / chunks) * inner + (t % chunks) * TSR_REF_REDUCE_COLUMNS;
+    const int64_t left = inner - (t % chunks) * TSR_REF_REDUCE_COLUMNS;
+    const int64_t n = left < TSR_REF_REDUCE_COLUMNS ? left : TSR_REF_REDUCE_COLUMNS;
+    int64_t x_offset, out_offset;
+    tsr_ref_reduce_shape_offsets_get(s, first, &x_offset, &out_offset);
+    if (r->columns == 4) {
+      tsr_ref_reduce_columns_f32(r, job->x + x_offset, job->out + out_offset, n);
+    } else {
+      tsr_ref_reduce_columns_f64(r, job->x + x_offset, job->out + out_offset, n);
+    }
+  }
+}
+
 static tsr_status tsr_ref_reduce_execute(const tsr_plugin_plan *plan, char *const *ptrs,
                                          char *workspace) {
   const tsr_ref_reduce_plan *r = &plan->u.reduce;
@@ -238,6 +311,20 @@ static tsr_status tsr_ref_reduce_execute(const tsr_plugin_plan *plan, char *cons
   const int64_t out_count = r->shape.out_count;
   if (out_count == 0) return TSR_OK;
   const tsr_host_api *host = tsr_ref_host_get();
+  if (r->columns) {
+    const int64_t inner = r->shape.kept_sizes[r->shape.kept_ndim - 1];
+    const int64_t tasks = (out_count / inner) *
+                          ((inner + TSR_REF_REDUCE_COLUMNS - 1) / TSR_REF_REDUCE_COLUMNS);
+    const int64_t per_task = (r->shape.red_count > 0 ? r->shape.red_count : 1) *
+                             (inner < TSR_REF_REDUCE_COLUMNS ? inner : TSR_REF_REDUCE_COLUMNS);
+    if (tasks * per_task < 2 * TSR_REF_REDUCE_GRAIN) {
+      tsr_ref_reduce_columns_run(&job, 0, tasks, 0);
+      return TSR_OK;
+    }
+    const int64_t grain = TSR_REF_REDUCE_GRAIN / per_task;
+    return host->parallel_for(host->ctx, tasks, grain < 1 ? 1 : grain, tsr_ref_reduce_columns_run,
+                              &job);
+  }
   if (r->split) {
     tsr_status status = host->parallel_for(host->ctx, out_count * r->segments, 1,
                                            tsr_ref_reduce_segments_run, &job);
@@ -416,6 +503,19 @@ tsr_status tsr_ref_reduce_plan_init(const tsr_op_signature *signature, tsr_plugi
     uint64_t bytes = (uint64_t)r->shape.out_count * (uint64_t)r->segments * sizeof(tsr_ref_acc);
     r->split = 1;
     plan->workspace_bytes = bytes + 64;
+  }
+  // The column path: float SUM or MEAN, the innermost kept axis contiguous
+  // in x and out and long enough to fill vectors, the innermost reduced one
+  // not (that one the general path's row function reads with 8 lanes).
+  const tsr_ref_reduce_shape *sh = &r->shape;
+  const int32_t kin = sh->kept_ndim - 1;
+  if (!r->split && (x->dtype == TSR_FLOAT32 || x->dtype == TSR_FLOAT64) &&
+      (attrs->fn == TSR_REDUCE_SUM || attrs->fn == TSR_REDUCE_MEAN) && kin >= 0 &&
+      sh->red_ndim > 0 && sh->red_count > 0 && sh->kept_sizes[kin] >= 8 &&
+      sh->kept_x_strides[kin] == x->elem_size && sh->kept_out_strides[kin] == out->elem_size &&
+      sh->red_strides[sh->red_ndim - 1] != x->elem_size) {
+    r->columns = (int32_t)x->elem_size;
+    r->mean = attrs->fn == TSR_REDUCE_MEAN;
   }
   plan->execute = tsr_ref_reduce_execute;
   plan->engine = "ref:segmented-reduce";

@@ -46,6 +46,11 @@ typedef struct tsr_ref_reduce_plan {
   int64_t segment;      // reduced elements per partial result
   int64_t segments;     // ceil(red_count / segment), at least 1
   int32_t split;        // threads take (output, segment) pairs; partials in the workspace
+  // Float SUM and MEAN whose innermost kept axis is contiguous in x: rows of
+  // x are added into chunks of outputs at once (tsr_ref_reduce_columns_run);
+  // 0 or the element size (4 or 8).
+  int32_t columns;
+  int32_t mean;         // columns: divide by red_count
   tsr_ref_acc init;
   tsr_ref_reduce_row_fn row;
   tsr_ref_reduce_combine_fn combine;

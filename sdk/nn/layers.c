@@ -141,7 +141,8 @@ static tsr_status device_check(const char *kind, const tsr_device *device) {
 
 // --- Linear: ints = {in, out, bias} ------------------------------------------------
 
-static tsr_tensor *linear_forward(tsr_module *m, tsr_tensor *x) {
+// Linear with |activation| fused into the matmul (Sequential's Linear+ReLU).
+static tsr_tensor *linear_run(tsr_module *m, tsr_tensor *x, tsr_activation_t activation) {
   int64_t in = m->ints[0];
   if (x->rank < 1 || x->sizes[x->rank - 1] != in) {
     char detail[96];
@@ -154,9 +155,13 @@ static tsr_tensor *linear_forward(tsr_module *m, tsr_tensor *x) {
   if (wt == NULL)
     return NULL;
   // The dispatcher broadcasts a [out] bias to the output's rank.
-  tsr_tensor *y = tsr_matmul_ex(x, wt, m->ints[2] ? param(m, 1) : NULL, TSR_ACTIVATION_NONE);
+  tsr_tensor *y = tsr_matmul_ex(x, wt, m->ints[2] ? param(m, 1) : NULL, activation);
   tsr_tensor_release(wt);
   return y;
+}
+
+static tsr_tensor *linear_forward(tsr_module *m, tsr_tensor *x) {
+  return linear_run(m, x, TSR_ACTIVATION_NONE);
 }
 
 static const tsr_module_ops kLinearOps = {linear_forward, NULL};
@@ -199,7 +204,9 @@ void tsr_conv2d_options_init(tsr_conv2d_options *options) {
   options->bias = 1;
 }
 
-static tsr_tensor *conv2d_forward(tsr_module *m, tsr_tensor *x) {
+// Conv2d with |activation| fused into the convolution (Sequential's
+// Conv2d+ReLU).
+static tsr_tensor *conv2d_run(tsr_module *m, tsr_tensor *x, tsr_activation_t activation) {
   if (x->rank != 4 || x->sizes[1] != m->ints[0]) {
     char detail[96];
     snprintf(detail, sizeof(detail), "expected [N, %lld, H, W]", (long long)m->ints[0]);
@@ -216,8 +223,12 @@ static tsr_tensor *conv2d_forward(tsr_module *m, tsr_tensor *x) {
     attrs.dilation[i] = m->ints[8 + i];
   }
   attrs.groups = m->ints[10];
-  attrs.activation = TSR_ACTIVATION_NONE;
+  attrs.activation = activation;
   return tsr_conv2d(x, param(m, 0), m->ints[11] ? param(m, 1) : NULL, &attrs);
+}
+
+static tsr_tensor *conv2d_forward(tsr_module *m, tsr_tensor *x) {
+  return conv2d_run(m, x, TSR_ACTIVATION_NONE);
 }
 
 static const tsr_module_ops kConv2dOps = {conv2d_forward, NULL};
@@ -620,16 +631,49 @@ tsr_module *tsr_nn_flatten(void) {
 
 // --- Sequential ---------------------------------------------------------------------
 
+// A Linear or Conv2d followed by a ReLU runs as one op with the ReLU fused
+// into it (a post-op of the matmul or convolution): one pass over the
+// activation fewer. The values are the same, as ReLU is exact, and so are
+// the gradients: the fused rule masks with the output, y > 0, which holds
+// exactly where ReLU's own rule's x > 0 does. Returns 1 and the output (or
+// NULL on error) in *out_y when |layer| and |next| fuse.
+static int fused_relu_forward(tsr_module *layer, const tsr_module *next, tsr_tensor *x,
+                              tsr_tensor **out_y) {
+  if (next->ops != &kUnaryOps || next->ints[0] != TSR_UNARY_RELU)
+    return 0;
+  if (layer->ops == &kLinearOps) {
+    *out_y = linear_run(layer, x, TSR_ACTIVATION_RELU);
+  } else if (layer->ops == &kConv2dOps) {
+    *out_y = conv2d_run(layer, x, TSR_ACTIVATION_RELU);
+  } else {
+    return 0;
+  }
+  if (*out_y == NULL) {
+    size_t n = strlen(layer->kind);
+    const char *message = tsr_error_message();
+    if (strncmp(message, layer->kind, n) != 0 || message[n] != ':')
+      tsr_error_prefix(layer->kind);
+  }
+  return 1;
+}
+
 static tsr_tensor *sequential_forward(tsr_module *m, tsr_tensor *x) {
   if (m->num_children == 0)
     return identity(x);
   tsr_tensor *cur = NULL;
   for (int32_t i = 0; i < m->num_children; ++i) {
-    tsr_tensor *next = tsr_module_forward(m->children[i], cur ? cur : x);
+    tsr_tensor *next = NULL;
+    const int32_t child = i;
+    if (i + 1 < m->num_children &&
+        fused_relu_forward(m->children[i], m->children[i + 1], cur ? cur : x, &next)) {
+      ++i;  // the ReLU ran inside child i - 1
+    } else {
+      next = tsr_module_forward(m->children[i], cur ? cur : x);
+    }
     tsr_tensor_release(cur);
     if (next == NULL) {
       char prefix[48];
-      snprintf(prefix, sizeof(prefix), "Sequential: child %d", i);
+      snprintf(prefix, sizeof(prefix), "Sequential: child %d", child);
       tsr_error_prefix(prefix);
       return NULL;
     }

@@ -760,6 +760,115 @@ static void test_sequential_names_parameters_as_pytorch_state_dict(void **state)
   tsr_module_destroy(empty);
 }
 
+// Sequential runs Linear+ReLU and Conv2d+ReLU as one op with the ReLU fused.
+// Output, input gradient and parameter gradients must be bit for bit those of
+// the same children run one by one (the unfused path).
+static void expect_same_bits(const char *what, const tsr_tensor *a, const tsr_tensor *b) {
+  if (a == NULL || b == NULL) fail_msg("%s: NULL (%s)", what, tsr_last_error());
+  const int64_t n = numel_of(a);
+  assert_int_equal(numel_of(b), n);
+  double *va = calloc((size_t)n, sizeof(double)), *vb = calloc((size_t)n, sizeof(double));
+  assert_non_null(va);
+  assert_non_null(vb);
+  assert_int_equal(ts_read(a, va, n), n);
+  assert_int_equal(ts_read(b, vb, n), n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (memcmp(&va[i], &vb[i], sizeof(double)) != 0) {
+      fail_msg("%s[%lld]: fused %.9g, unfused %.9g", what, (long long)i, va[i], vb[i]);
+    }
+  }
+  free(va);
+  free(vb);
+}
+
+// Forward and backward of sum(net(x)) (fused when |unfused| is 0, else the
+// children one by one); returns the output, x's and the parameters' grads.
+static tsr_tensor *fusion_run(tsr_module *net, tsr_module *const *children, int count, int unfused,
+                              tsr_tensor *x, tsr_tensor **out_grads, int num_params) {
+  tsr_module_zero_grad(net);
+  TS_ASSERT_OK(tsr_tensor_grad_set(x, NULL));
+  tsr_tensor *y = NULL;
+  if (unfused) {
+    y = tsr_tensor_retain(x);
+    for (int i = 0; i < count && y != NULL; ++i) {
+      tsr_tensor *next = tsr_module_forward(children[i], y);
+      tsr_tensor_release(y);
+      y = next;
+    }
+  } else {
+    y = tsr_module_forward(net, x);
+  }
+  TS_ASSERT_TENSOR(y);
+  tsr_tensor *loss = tsr_sum(y, 0, NULL, 0);
+  TS_ASSERT_TENSOR(loss);
+  TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
+  tsr_tensor_release(loss);
+  out_grads[0] = tsr_tensor_grad(x);
+  for (int i = 0; i < num_params; ++i) {
+    tsr_tensor *p = NULL;
+    TS_ASSERT_OK(tsr_module_parameter_get(net, i, NULL, &p));
+    out_grads[1 + i] = tsr_tensor_grad(p);
+  }
+  return y;
+}
+
+static void test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits(void **state) {
+  (void)state;
+  for (int model = 0; model < 2; ++model) {
+    tsr_module *children[5];
+    int count;
+    int64_t x_sizes[4];
+    int32_t x_rank;
+    if (model == 0) {
+      children[0] = tsr_nn_linear(g_device, 6, 5, 1);
+      children[1] = tsr_nn_relu();
+      children[2] = tsr_nn_linear(g_device, 5, 3, 1);
+      count = 3;
+      x_rank = 2;
+      x_sizes[0] = 4;
+      x_sizes[1] = 6;
+    } else {
+      children[0] = tsr_nn_conv2d(g_device, 1, 3, 3, 3, NULL);
+      children[1] = tsr_nn_relu();
+      children[2] = tsr_nn_flatten();
+      children[3] = tsr_nn_linear(g_device, 3 * 3 * 3, 2, 1);
+      children[4] = tsr_nn_relu();
+      count = 5;
+      x_rank = 4;
+      x_sizes[0] = 2;
+      x_sizes[1] = 1;
+      x_sizes[2] = x_sizes[3] = 5;
+    }
+    tsr_module *net = tsr_nn_sequential(count, children);
+    TS_ASSERT_TENSOR(net);
+    double xv[64];
+    for (int i = 0; i < 64; ++i) xv[i] = sin(1.7 * i + model);
+    tsr_tensor *x = f32(x_rank, x_sizes, xv);
+    TS_ASSERT_OK(tsr_tensor_requires_grad_set(x, 1));
+    const int num_params = tsr_module_parameter_count(net);
+    tsr_tensor *grads[2][8] = {{NULL}};
+    tsr_tensor *y[2];
+    for (int unfused = 0; unfused < 2; ++unfused) {
+      y[unfused] = fusion_run(net, children, count, unfused, x, grads[unfused], num_params);
+    }
+    expect_same_bits("output", y[0], y[1]);
+    if (model == 1) {
+      // The last ReLU ran inside the Linear only on the fused path.
+      const char *fused = tsr_tensor_grad_fn_name(y[0]), *plain = tsr_tensor_grad_fn_name(y[1]);
+      assert_non_null(fused);
+      assert_non_null(plain);
+      assert_string_not_equal(fused, plain);
+    }
+    for (int i = 0; i <= num_params; ++i) expect_same_bits("gradient", grads[0][i], grads[1][i]);
+    for (int k = 0; k < 2; ++k) {
+      tsr_tensor_release(y[k]);
+      for (int i = 0; i <= num_params; ++i) tsr_tensor_release(grads[k][i]);
+    }
+    tsr_tensor_release(x);
+    tsr_module_destroy(net);
+  }
+}
+
 static void test_train_set_reaches_children(void **state) {
   (void)state;
   tsr_module *children[2] = {tsr_nn_relu(), tsr_nn_dropout(0.5)};
@@ -1354,6 +1463,8 @@ int main(void) {
       cmocka_unit_test_setup(test_pools_match_pytorch_defaults, test_setup),
       cmocka_unit_test_setup(test_activations_softmax_and_flatten, test_setup),
       cmocka_unit_test_setup(test_sequential_names_parameters_as_pytorch_state_dict, test_setup),
+      cmocka_unit_test_setup(test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits,
+                             test_setup),
       cmocka_unit_test_setup(test_train_set_reaches_children, test_setup),
       cmocka_unit_test_setup(test_modules_and_scopes, test_setup),
       cmocka_unit_test_setup(test_initialisers_match_pytorch_formulas, test_setup),

@@ -230,6 +230,76 @@ static void test_reduce_many_outputs_run_on_the_pool(void **state) {
   tt_tensor_free(&x);
 }
 
+// Column sums (a bias gradient: [N, C] over N) take a vectorized path that
+// adds rows into chunks of outputs. It must give the bits of a sequential
+// float64 walk down each column in segments of 16384 elements, folded from
+// 0.0 in order, on one and on two threads: N = 20000 makes two segments,
+// C = 300 two chunks of outputs, and the 3-d case has outer kept rows.
+static double column_want(const tt_tensor *x, uint32_t mask, const int64_t *out_idx, int mean) {
+  const int32_t r = x->desc.rank;
+  int64_t sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
+  int64_t count = 1;
+  for (int32_t d = 0; d < r; ++d) {
+    sizes[d] = (mask >> d) & 1 ? x->desc.sizes[d] : 1;
+    count *= sizes[d];
+    idx[d] = 0;
+  }
+  double acc = 0.0, part = 0.0;
+  int64_t k = 0;
+  do {
+    int64_t xi[TSR_MAX_RANK];
+    for (int32_t d = 0; d < r; ++d) xi[d] = (mask >> d) & 1 ? idx[d] : out_idx[d];
+    part += tt_get(x, xi);
+    if (++k % 16384 == 0 || k == count) {
+      acc += part;
+      part = 0.0;
+    }
+  } while (tt_index_next(idx, r, sizes));
+  return mean ? acc / (double)count : acc;
+}
+
+static void test_reduce_column_sums_match_a_sequential_walk_bit_for_bit(void **state) {
+  (void)state;
+  int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
+  const int64_t big[] = {20000, 300}, three[] = {3, 40, 37};
+  const struct {
+    const int64_t *sizes;
+    int32_t rank;
+    uint32_t mask;
+    tsr_dtype_t dtype;
+    tsr_reduce_fn_t fn;
+  } cases[] = {{big, 2, 1u, TSR_FLOAT32, TSR_REDUCE_SUM},
+               {three, 3, 2u, TSR_FLOAT64, TSR_REDUCE_MEAN},
+               {three, 3, 3u, TSR_FLOAT32, TSR_REDUCE_SUM}};
+  for (int t = 1; t <= 2; ++t) {
+    assert_int_equal(tt_setup(t), 0);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
+      const int32_t r = cases[c].rank;
+      int64_t out_sizes[TSR_MAX_RANK];
+      for (int32_t d = 0; d < r; ++d) {
+        out_sizes[d] = (cases[c].mask >> d) & 1 ? 1 : cases[c].sizes[d];
+      }
+      tt_tensor x, out;
+      tt_tensor_make(&x, cases[c].dtype, r, cases[c].sizes, NULL, 0);
+      tt_tensor_make(&out, cases[c].dtype, r, out_sizes, NULL, 0);
+      tt_fill(&x, 61 + c, -1, 1);
+      assert_int_equal(reduce_run(cases[c].fn, cases[c].mask, &x, &out), TSR_OK);
+      int64_t idx[TSR_MAX_RANK] = {0};
+      do {
+        double want = column_want(&x, cases[c].mask, idx, cases[c].fn == TSR_REDUCE_MEAN);
+        if (cases[c].dtype == TSR_FLOAT32) want = (float)want;
+        const double got = tt_get(&out, idx);
+        if (memcmp(&got, &want, sizeof(got)) != 0) {
+          fail_msg("case %zu, %d threads: got %.17g, want %.17g", c, t, got, want);
+        }
+      } while (tt_index_next(idx, r, out_sizes));
+      tt_tensor_free(&x);
+      tt_tensor_free(&out);
+    }
+  }
+  assert_int_equal(tt_setup(threads_before), 0);
+}
+
 static void test_reduce_refuses_bad_axes_and_shapes(void **state) {
   (void)state;
   const int64_t sizes[] = {3, 4};
@@ -376,6 +446,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_int_sum_and_prod_wrap_modulo_2_to_the_bits),
       cmocka_unit_test(test_reduce_long_sums_are_bitwise_identical_on_one_and_two_threads),
       cmocka_unit_test(test_reduce_many_outputs_run_on_the_pool),
+      cmocka_unit_test(test_reduce_column_sums_match_a_sequential_walk_bit_for_bit),
       cmocka_unit_test(test_reduce_refuses_bad_axes_and_shapes),
       cmocka_unit_test(test_arg_reduce_finds_the_first_extreme_on_every_axis_and_dtype),
       cmocka_unit_test(test_arg_reduce_lets_the_first_nan_win),
