@@ -631,6 +631,10 @@ tsr_module *tsr_nn_flatten(void) {
 
 // --- Sequential ---------------------------------------------------------------------
 
+static int is_relu(const tsr_module *m) {
+  return m->ops == &kUnaryOps && m->ints[0] == TSR_UNARY_RELU;
+}
+
 // A Linear or Conv2d followed by a ReLU runs as one op with the ReLU fused
 // into it (a post-op of the matmul or convolution): one pass over the
 // activation fewer. The values are the same, as ReLU is exact, and so are
@@ -639,7 +643,7 @@ tsr_module *tsr_nn_flatten(void) {
 // NULL on error) in *out_y when |layer| and |next| fuse.
 static int fused_relu_forward(tsr_module *layer, const tsr_module *next, tsr_tensor *x,
                               tsr_tensor **out_y) {
-  if (next->ops != &kUnaryOps || next->ints[0] != TSR_UNARY_RELU)
+  if (!is_relu(next))
     return 0;
   if (layer->ops == &kLinearOps) {
     *out_y = linear_run(layer, x, TSR_ACTIVATION_RELU);
@@ -657,15 +661,37 @@ static int fused_relu_forward(tsr_module *layer, const tsr_module *next, tsr_ten
   return 1;
 }
 
+// ReLU then MaxPool2d runs as MaxPool2d then ReLU: max commutes with a
+// non-decreasing function, so the values are the same (NaN included: the
+// pool lets NaN win and ReLU keeps it), and so are the gradients: where the
+// window's maximum is positive both route dy to it, elsewhere both give 0.
+// The ReLU and its backward then touch the pooled tensor, a quarter of the
+// size for 2x2 windows, and the full-size ReLU backward pass is gone.
+// Returns 1 and the output (or NULL on error) in *out_y when they swap.
+static int swapped_relu_pool_forward(tsr_module *relu, tsr_module *pool, tsr_tensor *x,
+                                     tsr_tensor **out_y) {
+  if (!is_relu(relu) || pool->ops != &kMaxPoolOps)
+    return 0;
+  tsr_tensor *pooled = tsr_module_forward(pool, x);
+  *out_y = pooled != NULL ? tsr_module_forward(relu, pooled) : NULL;
+  tsr_tensor_release(pooled);
+  return 1;
+}
+
 static tsr_tensor *sequential_forward(tsr_module *m, tsr_tensor *x) {
   if (m->num_children == 0)
     return identity(x);
   tsr_tensor *cur = NULL;
-  for (int32_t i = 0; i < m->num_children; ++i) {
+  const int32_t count = m->num_children;
+  tsr_module *const *c = m->children;
+  for (int32_t i = 0; i < count; ++i) {
     tsr_tensor *next = NULL;
     const int32_t child = i;
-    if (i + 1 < m->num_children &&
-        fused_relu_forward(m->children[i], m->children[i + 1], cur ? cur : x, &next)) {
+    if (i + 1 < count && swapped_relu_pool_forward(c[i], c[i + 1], cur ? cur : x, &next)) {
+      ++i;  // child i + 1, the pool, ran first
+    } else if (i + 1 < count && !(i + 2 < count && c[i + 2]->ops == &kMaxPoolOps) &&
+               fused_relu_forward(c[i], c[i + 1], cur ? cur : x, &next)) {
+      // (A ReLU before a MaxPool2d is swapped with it instead.)
       ++i;  // the ReLU ran inside child i - 1
     } else {
       next = tsr_module_forward(m->children[i], cur ? cur : x);

@@ -760,9 +760,9 @@ static void test_sequential_names_parameters_as_pytorch_state_dict(void **state)
   tsr_module_destroy(empty);
 }
 
-// Sequential runs Linear+ReLU and Conv2d+ReLU as one op with the ReLU fused.
-// Output, input gradient and parameter gradients must be bit for bit those of
-// the same children run one by one (the unfused path).
+// Sequential runs Linear+ReLU and Conv2d+ReLU as one op with the ReLU fused,
+// and ReLU+MaxPool2d as MaxPool2d+ReLU. Output, input gradient and parameter
+// gradients must be bit for bit those of the same children run one by one.
 static void expect_same_bits(const char *what, const tsr_tensor *a, const tsr_tensor *b) {
   if (a == NULL || b == NULL) fail_msg("%s: NULL (%s)", what, tsr_last_error());
   const int64_t n = numel_of(a);
@@ -812,10 +812,10 @@ static tsr_tensor *fusion_run(tsr_module *net, tsr_module *const *children, int 
   return y;
 }
 
-static void test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits(void **state) {
+static void test_sequential_fuses_and_swaps_relu_with_the_same_bits(void **state) {
   (void)state;
-  for (int model = 0; model < 2; ++model) {
-    tsr_module *children[5];
+  for (int model = 0; model < 3; ++model) {
+    tsr_module *children[6];
     int count;
     int64_t x_sizes[4];
     int32_t x_rank;
@@ -827,6 +827,18 @@ static void test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits
       x_rank = 2;
       x_sizes[0] = 4;
       x_sizes[1] = 6;
+    } else if (model == 2) {
+      // ReLU then MaxPool2d: swapped, the pool runs first.
+      children[0] = tsr_nn_conv2d(g_device, 2, 3, 3, 3, NULL);
+      children[1] = tsr_nn_relu();
+      children[2] = tsr_nn_max_pool2d(2, 2, 0);
+      children[3] = tsr_nn_flatten();
+      children[4] = tsr_nn_linear(g_device, 3 * 2 * 2, 2, 1);
+      count = 5;
+      x_rank = 4;
+      x_sizes[0] = 2;
+      x_sizes[1] = 2;
+      x_sizes[2] = x_sizes[3] = 6;
     } else {
       children[0] = tsr_nn_conv2d(g_device, 1, 3, 3, 3, NULL);
       children[1] = tsr_nn_relu();
@@ -841,8 +853,10 @@ static void test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits
     }
     tsr_module *net = tsr_nn_sequential(count, children);
     TS_ASSERT_TENSOR(net);
-    double xv[64];
-    for (int i = 0; i < 64; ++i) xv[i] = sin(1.7 * i + model);
+    // Negative biases, so that ReLU zeroes whole pooling windows too.
+    param_set(net, "0.bias", (double[]){-0.4, -0.2, -0.6, -0.3, -0.5});
+    double xv[144];
+    for (int i = 0; i < 144; ++i) xv[i] = sin(1.7 * i + model);
     tsr_tensor *x = f32(x_rank, x_sizes, xv);
     TS_ASSERT_OK(tsr_tensor_requires_grad_set(x, 1));
     const int num_params = tsr_module_parameter_count(net);
@@ -1463,7 +1477,7 @@ int main(void) {
       cmocka_unit_test_setup(test_pools_match_pytorch_defaults, test_setup),
       cmocka_unit_test_setup(test_activations_softmax_and_flatten, test_setup),
       cmocka_unit_test_setup(test_sequential_names_parameters_as_pytorch_state_dict, test_setup),
-      cmocka_unit_test_setup(test_sequential_fuses_relu_into_linear_and_conv2d_with_the_same_bits,
+      cmocka_unit_test_setup(test_sequential_fuses_and_swaps_relu_with_the_same_bits,
                              test_setup),
       cmocka_unit_test_setup(test_train_set_reaches_children, test_setup),
       cmocka_unit_test_setup(test_modules_and_scopes, test_setup),
