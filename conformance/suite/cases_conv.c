@@ -1,6 +1,7 @@
 // The convolution battery: CONV2D and both backward ops over strides,
-// asymmetric padding, dilation, groups (depthwise included), 1x1 kernels,
-// bias and activation, NHWC strides and misaligned operands.
+// asymmetric padding, dilation, groups (depthwise and one input channel
+// included), 1x1 kernels, bias and activation, NHWC strides and misaligned
+// operands.
 #include <stdio.h>
 
 #include "suite.h"
@@ -29,6 +30,10 @@ static const conv_shape shapes[] = {
     {"activation", 2, 2, 5, 5, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_RELU, 0, 0, 0},
     {"activation", 1, 2, 5, 5, 3, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_GELU, 0, 0, 0},
     {"large reduction", 2, 16, 9, 9, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, 0, 0, 0, 0},
+    // One input channel per group, as a CNN's first layer and a depthwise
+    // one: enough positions for vector loops with a partial last vector.
+    {"one input channel", 3, 1, 30, 29, 6, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, 0, 0, 0, 0},
+    {"one input channel", 2, 4, 12, 13, 8, 3, 3, {2, 1}, {1, 0}, {1, 2}, {1, 2}, 4, 1, 0, 0, 0, 0},
     {"large", 4, 16, 17, 17, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, 0, 1, 0, 1},
     {"large", 2, 32, 15, 15, 32, 5, 5, {2, 2}, {2, 2}, {2, 2}, {1, 1}, 4, 1, 0, 0, 1, 1},
 };

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"  // ref's: which filter gradients its direct kernel takes
 #include "conv_relu.h"
 #include "conv_tune.h"
 #include "conv_weight_cache.h"
@@ -384,6 +385,17 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   }
   pb->cg = x->sizes[1] / pb->groups;
   pb->n = x->sizes[0];
+  // One input channel per group: the filter gradient always runs on the
+  // own direct kernel (ref's conv_filter_c1.c), whatever the size
+  // threshold: 0.73-1.06 ms where oneDNN 2.6's gemm:jit takes 2.2-3.8 ms
+  // (N 64, 1 -> 32 channels, 28x28, 3x3, two threads, tsr-train traces); a
+  // GEMM with K = 9 is too thin for its blocking.
+  if (pb->kind == TSR_CONV_BWD_FILTER &&
+      tsr_ref_conv_filter_c1_fits(dtype, pb->cg, w->sizes[2], w->sizes[3], y->sizes, y->strides)) {
+    return tsr_onednn_error_set(TSR_UNSUPPORTED,
+                                "conv: one input channel per group runs on the own direct "
+                                "filter-gradient kernel");
+  }
   memcpy(pb->y_sizes, y->sizes, sizeof(pb->y_sizes));
   memcpy(pb->y_strides, y->strides, sizeof(pb->y_strides));
   static const char *const names[TSR_CONV_TENSORS] = {"x", "w", "y", "bias"};

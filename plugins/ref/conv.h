@@ -9,6 +9,9 @@
 // Long position ranges are cut into tiles of |tile_cols| so one tile of the
 // im2col matrix stays in L2.
 //
+// The filter gradient with one input channel per group (float32, small
+// kernels) has a direct kernel instead (conv_filter_c1.c, declared below).
+//
 // Threads never share an output element, and every sum runs in an order fixed
 // by the shape alone (the GEMM's depth panels, the position tiles, fixed batch
 // tiles for the filter gradient summed in tile order), so results do not
@@ -60,6 +63,15 @@ typedef struct tsr_ref_conv_plan {
   // The GEMM of one tile (full width); execution copies it and trims the
   // edge sizes.
   tsr_ref_matmul_plan gemm;
+  // The filter gradient's direct kernel (conv_filter_c1.c) instead of the
+  // GEMM: items are (group, block of o_block output channels), positions go
+  // in tiles of tile_cols, and a slot holds the tile's KH * KW x c1_pitch
+  // im2col rows, then the block's float64 lane sums.
+  int32_t filter_c1;
+  int64_t o_block, o_blocks;  // output channels per item, items per group
+  int64_t c1_pitch;           // im2col row pitch: tile_cols rounded up to the lanes
+  uint64_t sums_offset;       // o_block x (KH * KW) x lanes doubles
+  uint64_t bias_sums_offset;  // o_block x lanes doubles
 } tsr_ref_conv_plan;
 
 // Runs |cv| on operands whose first elements are at ptrs[] (inputs, then
@@ -71,6 +83,36 @@ tsr_status tsr_ref_conv_f32_execute(const tsr_ref_conv_plan *cv, char *const *pt
                                     char *workspace);
 tsr_status tsr_ref_conv_f64_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
                                     char *workspace);
+
+// The direct filter-gradient kernel for one input channel per group
+// (conv_filter_c1.c): dW[o, 0] = sum over n of dy[n, o] (x) x[n, o / Og], a
+// KH x KW correlation of two planes, with dbias summed beside it when the
+// plan has it. im2col + GEMM spends its time there on a GEMM with K = 1 *
+// KH * KW, too thin for its blocking.
+#define TSR_REF_CONV_C1_LANES 8
+// At most this many taps (3x3): one accumulator vector per tap, and the 16
+// vector registers of AVX2 must hold them beside dy and the dbias lanes.
+#define TSR_REF_CONV_C1_MAX_TAPS 9
+
+// Whether the direct kernel covers CONV2D_BACKWARD_FILTER with float32
+// operands of |dtype|, |cg| input channels per group, a |kh| x |kw| kernel and
+// dy of |dy_sizes| (N, O, OH, OW) and |dy_strides|: float32, one input
+// channel per group, at most TSR_REF_CONV_C1_MAX_TAPS taps, and each dy
+// plane's OH * OW positions contiguous (the kernel streams them as one
+// vector). Any stride, padding, dilation, group count, x layout and dw/dbias
+// strides. Thread-safe.
+static inline int tsr_ref_conv_filter_c1_fits(tsr_dtype_t dtype, int64_t cg, int64_t kh,
+                                              int64_t kw, const int64_t *dy_sizes,
+                                              const int64_t *dy_strides) {
+  const int64_t oh = dy_sizes[2], ow = dy_sizes[3];
+  return dtype == TSR_FLOAT32 && cg == 1 && kh >= 1 && kw >= 1 &&
+         kh * kw <= TSR_REF_CONV_C1_MAX_TAPS && (ow == 1 || dy_strides[3] == 1) &&
+         (oh == 1 || dy_strides[2] == ow);
+}
+
+// Runs a plan with filter_c1 set, as tsr_ref_conv_f32_execute does.
+tsr_status tsr_ref_conv_filter_c1_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
+                                          char *workspace);
 
 // Floor and ceiling of a / b for b > 0 and any sign of a.
 static inline int64_t tsr_ref_conv_div_floor(int64_t a, int64_t b) {

@@ -440,6 +440,65 @@ static void test_conv_dilated_strided(void **state) {
   conv_case(&strided, TSR_ACTIVATION_GELU, 0, 15, "conv stride 2 pad 0/1");
 }
 
+// The filter gradient with one input channel per group runs on the own
+// direct kernel (ref's conv_filter_c1.c), not oneDNN, even with every
+// primitive path enabled: the CNN's first layer (N 64, 1 -> 32, 28x28, 3x3)
+// and a depthwise one with stride, padding and dilation, against the float64
+// loops, dbias included.
+static void test_conv_filter_gradient_with_one_input_channel_runs_the_direct_kernel(void **state) {
+  (void)state;
+  const conv_shape shapes[2] = {conv_shape_make(64, 1, 28, 28, 32, 3, 1, 0, 0, 1, 1),
+                                conv_shape_make(4, 8, 19, 19, 16, 3, 2, 2, 1, 2, 8)};
+  for (int k = 0; k < 2; ++k) {
+    const conv_shape *s = &shapes[k];
+    const int64_t xn = s->n * s->c * s->h * s->w, yn = s->n * s->o * s->oh * s->ow;
+    const int64_t wn = s->o * s->kh * s->kw;
+    const int64_t xs[4] = {s->n, s->c, s->h, s->w}, ys[4] = {s->n, s->o, s->oh, s->ow};
+    const int64_t ws[4] = {s->o, 1, s->kh, s->kw};
+    ts_rng rng = {31 + (uint64_t)k};
+    double *x = dalloc(xn), *dy = dalloc(yn);
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, yn);
+    tsr_tensor *tx = tensor_of(4, xs, x), *tdy = tensor_of(4, ys, dy);
+    tsr_tensor *tdw = tensor_empty(4, ws), *tdb = tensor_empty(1, &s->o);
+    tsr_conv2d_attrs attrs = s->attrs;
+    attrs.has_bias = 1;
+    tsr_tensor *inputs[2] = {tdy, tx}, *outputs[2] = {tdw, tdb};
+    const char *engine = NULL;
+    assert_int_equal(
+        tsr_op_engine_get(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, &engine),
+        TSR_OK);
+    assert_string_equal(engine, "own:filter-c1-direct");
+    onednn_run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, ENGINE_OWN,
+                      k == 0 ? "conv 64x1x28x28 -> 32 bwd-filter" : "depthwise bwd-filter");
+    double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
+    conv_ref r = {x, NULL, dy, want, mag};
+    conv_for_each(s, conv_bwd_filter_visit, &r);
+    read_all(tdw, got, wn);
+    expect_close("direct bwd-filter", got, want, mag, wn, 1e-5);
+    double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
+    for (int64_t i = 0; i < yn; ++i) {
+      const int64_t o = (i / (s->oh * s->ow)) % s->o;
+      db_want[o] += dy[i];
+      db_mag[o] += fabs(dy[i]);
+    }
+    read_all(tdb, db_got, s->o);
+    expect_close("direct dbias", db_got, db_want, db_mag, s->o, 1e-5);
+    tsr_tensor_release(tx);
+    tsr_tensor_release(tdy);
+    tsr_tensor_release(tdw);
+    tsr_tensor_release(tdb);
+    free(x);
+    free(dy);
+    free(want);
+    free(mag);
+    free(got);
+    free(db_want);
+    free(db_mag);
+    free(db_got);
+  }
+}
+
 // The plugin keeps the weights' blocked copy between calls, keyed by the
 // buffer's storage version: writing the weights in place must be seen.
 static void test_conv_weight_cache_follows_in_place_writes(void **state) {
@@ -743,6 +802,7 @@ int main(void) {
       cmocka_unit_test(test_conv_channels_last),
       cmocka_unit_test(test_conv_grouped),
       cmocka_unit_test(test_conv_dilated_strided),
+      cmocka_unit_test(test_conv_filter_gradient_with_one_input_channel_runs_the_direct_kernel),
       cmocka_unit_test(test_conv_weight_cache_follows_in_place_writes),
       cmocka_unit_test(test_conv_weight_cache_survives_buffer_reuse),
       cmocka_unit_test(test_conv_weight_cache_under_concurrent_executions),

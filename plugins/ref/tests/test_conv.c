@@ -294,6 +294,9 @@ static void backward_data_check(const conv_case *cc, tsr_dtype_t dtype, int layo
   tt_tensor_free(&dx);
 }
 
+// The engine of the last backward_filter_check's plan.
+static const char *g_filter_engine;
+
 static void backward_filter_check(const conv_case *cc, tsr_dtype_t dtype, int layout,
                                   uint64_t seed) {
   const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
@@ -312,7 +315,7 @@ static void backward_filter_check(const conv_case *cc, tsr_dtype_t dtype, int la
   tt_tensor *in[] = {&dy, &x};
   tt_tensor *out[] = {&dw, &dbias};
   assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, in, 2, out,
-                          cc->has_bias ? 2 : 1, NULL),
+                          cc->has_bias ? 2 : 1, &g_filter_engine),
                    TSR_OK);
   if (tt_numel(&dw) > 0) {
     int64_t idx[4] = {0};
@@ -390,6 +393,32 @@ static void test_conv2d_backward_ops_cut_large_images_into_tiles(void **state) {
   backward_filter_check(&big, TSR_FLOAT32, LAYOUT_NHWC, 4);
   backward_filter_check(&big, TSR_FLOAT64, LAYOUT_NCHW, 5);
   backward_filter_check(&big, TSR_BFLOAT16, LAYOUT_GAPPED, 6);
+}
+
+// One input channel per group (float32, up to 3x3, dy's positions
+// contiguous) takes the direct kernel (conv_filter_c1.c): several position
+// tiles with a partial last vector, padding, strides, dilation, depthwise
+// groups with two channels each, dw and dbias both, small and empty batches.
+// Other layouts and dtypes of the same shapes keep the GEMM.
+static void test_conv2d_backward_filter_with_one_input_channel_runs_the_direct_kernel(
+    void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      // n  c  h  w  o kh kw  stride  pad_before pad_after dilation groups bias act
+      {5, 1, 30, 29, 7, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 4, 11, 13, 8, 3, 3, {2, 1}, {1, 0}, {1, 2}, {1, 2}, 4, 1, TSR_ACTIVATION_NONE},
+      {2, 1, 9, 10, 3, 2, 2, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {1, 3, 6, 17, 3, 1, 3, {1, 3}, {0, 2}, {0, 1}, {1, 1}, 3, 1, TSR_ACTIVATION_NONE},
+      {0, 1, 5, 5, 4, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    backward_filter_check(&cases[i], TSR_FLOAT32, LAYOUT_NCHW, 300 + i);
+    assert_string_equal(g_filter_engine, "ref:filter-c1-direct");
+    backward_filter_check(&cases[i], TSR_FLOAT32, LAYOUT_GAPPED, 310 + i);
+    if (cases[i].n > 0) assert_string_equal(g_filter_engine, "ref:im2col-gemm");
+    backward_filter_check(&cases[i], TSR_FLOAT64, LAYOUT_NCHW, 320 + i);
+    assert_string_equal(g_filter_engine, "ref:im2col-gemm");
+  }
 }
 
 static void test_conv2d_backward_size_zero_and_one_cases(void **state) {
@@ -551,10 +580,12 @@ static void test_conv2d_results_are_bitwise_identical_on_one_and_two_threads(voi
       {8, 16, 13, 13, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_RELU},
       {1, 16, 40, 40, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
       {3, 32, 20, 20, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, 1, TSR_ACTIVATION_NONE},
+      // One input channel: the filter gradient's direct kernel.
+      {16, 1, 28, 28, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
   };
   const int32_t ops[] = {TSR_OP_CONV2D, TSR_OP_CONV2D_BACKWARD_DATA,
                          TSR_OP_CONV2D_BACKWARD_FILTER};
-  static char serial[1 << 20], parallel[1 << 20];
+  static char serial[1 << 22], parallel[1 << 22];
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     for (int k = 0; k < 3; ++k) {
       for (int d = 0; d < 2; ++d) {
@@ -708,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_backward_data_matches_double_loops),
       cmocka_unit_test(test_conv2d_backward_filter_matches_double_loops_with_and_without_dbias),
       cmocka_unit_test(test_conv2d_backward_ops_cut_large_images_into_tiles),
+      cmocka_unit_test(test_conv2d_backward_filter_with_one_input_channel_runs_the_direct_kernel),
       cmocka_unit_test(test_conv2d_backward_size_zero_and_one_cases),
       cmocka_unit_test(test_conv2d_backward_ops_match_finite_differences_of_the_forward),
       cmocka_unit_test(test_conv2d_results_are_bitwise_identical_on_one_and_two_threads),

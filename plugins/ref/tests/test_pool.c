@@ -189,6 +189,8 @@ static const pool_case k_cases[] = {
     {1, 2, 5, 5, {5, 5}, {1, 1}, {2, 2}, {2, 2}, {1, 1}, 0, 1},
     {3, 2, 1, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 0, 0},
     {1, 1, 6, 6, {4, 4}, {3, 3}, {1, 2}, {2, 1}, {1, 1}, 1, 1},
+    // 2x2/2 with vectors' worth of columns and an odd row and column left over.
+    {2, 3, 9, 37, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0},
 };
 #define CASE_COUNT (sizeof(k_cases) / sizeof(k_cases[0]))
 
@@ -407,6 +409,97 @@ static void test_pool2d_backward_scatters_max_and_distributes_avg(void **state) 
     backward_check(&empty[k], TSR_POOL_MAX, TSR_FLOAT32, LAYOUT_NCHW, 70);
     backward_check(&empty[k], TSR_POOL_AVG, TSR_FLOAT16, LAYOUT_NCHW, 71);
   }
+}
+
+// The 2x2 stride-2 MAX pool on float32 runs without staging through double
+// (pool.c: window2_f32); its results must be the double loops' bit for bit:
+// the first maximum, the first NaN, -0.0 before +0.0, -inf; dx = 0.0 + dy at
+// the chosen element (so -0.0 becomes +0.0, NaN stays NaN) and +0.0
+// elsewhere, the odd last row and column included; and indices outside
+// their windows (any in [0, H * W) is valid) sum colliding values in double
+// and round once.
+static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(void **state) {
+  (void)state;
+  const pool_case pc = {2, 3, 9, 37, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0};
+  const int64_t xs[] = {2, 3, 9, 37}, ys[] = {2, 3, 4, 18};
+  tt_tensor x, y, indices, dy, dx;
+  tt_tensor_make(&x, TSR_FLOAT32, 4, xs, NULL, 0);
+  tt_tensor_make(&y, TSR_FLOAT32, 4, ys, NULL, 0);
+  tt_tensor_make(&indices, TSR_INT64, 4, ys, NULL, 0);
+  tt_tensor_make(&dy, TSR_FLOAT32, 4, ys, NULL, 0);
+  tt_tensor_make(&dx, TSR_FLOAT32, 4, xs, NULL, 0);
+  tt_fill(&x, 7, -4, 4);
+  int64_t idx[4] = {0};
+  do {
+    tt_set(&x, idx, floor(tt_get(&x, idx)));  // ties
+  } while (tt_index_next(idx, 4, xs));
+  // Windows of plane (0, 0), row 0: {-0, +0} first, a NaN after a larger
+  // number, two NaNs, all -inf.
+  const struct { int64_t h, w; double v; } sets[] = {
+      {0, 0, -0.0}, {0, 1, 0.0}, {1, 0, -1}, {1, 1, -2},
+      {0, 2, 3}, {0, 3, 9}, {1, 2, NAN}, {1, 3, 1},
+      {0, 4, 1}, {0, 5, NAN}, {1, 4, 2}, {1, 5, NAN},
+      {0, 6, -INFINITY}, {0, 7, -INFINITY}, {1, 6, -INFINITY}, {1, 7, -INFINITY},
+  };
+  for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); ++i) {
+    const int64_t at[] = {0, 0, sets[i].h, sets[i].w};
+    tt_set(&x, at, sets[i].v);
+  }
+  forward_run_check(&pc, TSR_POOL_MAX, &x, LAYOUT_NCHW);
+  tsr_pool2d_attrs attrs = attrs_of(&pc, TSR_POOL_MAX);
+  {
+    tt_tensor *in[] = {&x};
+    tt_tensor *out[] = {&y, &indices};
+    assert_int_equal(tt_run(TSR_OP_POOL2D, &attrs, in, 1, out, 2, NULL), TSR_OK);
+  }
+  const int64_t w0[] = {0, 0, 0, 0}, w1[] = {0, 0, 0, 1}, w2[] = {0, 0, 0, 2},
+                w3[] = {0, 0, 0, 3};
+  assert_true(signbit(tt_get(&y, w0)) && tt_get(&y, w0) == 0.0);
+  assert_int_equal((int64_t)tt_get(&indices, w0), 0);
+  assert_true(isnan(tt_get(&y, w1)));
+  assert_int_equal((int64_t)tt_get(&indices, w1), 37 + 2);
+  assert_int_equal((int64_t)tt_get(&indices, w2), 5);
+  assert_true(isinf(tt_get(&y, w3)) && tt_get(&y, w3) < 0);
+  assert_int_equal((int64_t)tt_get(&indices, w3), 6);
+
+  tt_fill(&dy, 8, -1, 1);
+  tt_set(&dy, w0, -0.0);
+  tt_set(&dy, w1, NAN);
+  const int64_t plane = 9 * 37;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      // Plane (1, 2): every index on element 5, except one on element 100
+      // (inside another window): the planes around it keep their own.
+      idx[0] = 1, idx[1] = 2;
+      for (idx[2] = 0; idx[2] < 4; ++idx[2]) {
+        for (idx[3] = 0; idx[3] < 18; ++idx[3]) tt_set(&indices, idx, 5);
+      }
+      const int64_t one[] = {1, 2, 3, 17};
+      tt_set(&indices, one, 100);
+    }
+    tt_tensor *in[] = {&dy, &indices};
+    tt_tensor *out[] = {&dx};
+    assert_int_equal(tt_run(TSR_OP_POOL2D_BACKWARD, &attrs, in, 2, out, 1, NULL), TSR_OK);
+    double *want = calloc((size_t)(2 * 3 * plane), sizeof(double));
+    memset(idx, 0, sizeof(idx));
+    do {
+      want[(idx[0] * 3 + idx[1]) * plane + (int64_t)tt_get(&indices, idx)] += tt_get(&dy, idx);
+    } while (tt_index_next(idx, 4, ys));
+    int64_t flat = 0;
+    memset(idx, 0, sizeof(idx));
+    do {
+      const double got = tt_get(&dx, idx), w = (double)(float)want[flat++];
+      if (!((got == w && signbit(got) == signbit(w)) || (isnan(got) && isnan(w)))) {
+        fail_msg("pass %d dx [%lld, %lld, %lld, %lld]: got %.9g, want %.9g", pass,
+                 (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)idx[3], got,
+                 w);
+      }
+    } while (tt_index_next(idx, 4, xs));
+    assert_false(signbit(tt_get(&dx, w0)));  // 0.0 + -0.0
+    free(want);
+  }
+  tt_tensor *all[] = {&x, &y, &indices, &dy, &dx};
+  for (int k = 0; k < 5; ++k) tt_tensor_free(all[k]);
 }
 
 static void test_pool2d_backward_rejects_an_index_outside_the_plane(void **state) {
@@ -654,6 +747,7 @@ int main(void) {
       cmocka_unit_test(test_pool2d_rejects_a_window_wholly_in_the_padding),
       cmocka_unit_test(test_pool2d_size_zero_and_one_cases),
       cmocka_unit_test(test_pool2d_backward_scatters_max_and_distributes_avg),
+      cmocka_unit_test(test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit),
       cmocka_unit_test(test_pool2d_backward_rejects_an_index_outside_the_plane),
       cmocka_unit_test(test_pool2d_backward_matches_finite_differences_of_the_forward),
       cmocka_unit_test(test_pool2d_results_are_bitwise_identical_on_one_and_two_threads),
