@@ -116,6 +116,12 @@ static void desc_extent(const tsr_tensor_desc *d, uint64_t *begin, uint64_t *end
 // Groups are the connected components of the overlap relation, each named by
 // its lowest operand index.
 static void alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
+  // The common case, every operand in its own buffer, decided first.
+  int shared = 0;
+  for (int32_t i = 1; i < count && !shared; ++i) {
+    for (int32_t j = 0; j < i; ++j) shared |= descs[i].buffer == descs[j].buffer;
+  }
+  if (!shared) return;
   int32_t parent[TSR_MAX_OPERANDS];
   int any = 0;
   for (int32_t i = 0; i < count; ++i) parent[i] = i;

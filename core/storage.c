@@ -143,10 +143,12 @@ void tsr_storage_release(tsr_storage *storage) {
     }
   }
   api->buffer_free(storage->buffer, free_on);
-  for (int i = 0; i < TSR_STORAGE_MAX_STREAMS; ++i) {
-    tsr_stream *s = atomic_load(&storage->streams[i]);
-    if (s != NULL)
-      stream_drop(s);
+  stream_drop(owner);
+  for (int i = 1; i < TSR_STORAGE_MAX_STREAMS; ++i) {
+    tsr_stream *s = atomic_load_explicit(&storage->streams[i], memory_order_relaxed);
+    if (s == NULL)
+      break;  // slots fill in order (tsr_storage_mark_used)
+    stream_drop(s);
   }
   storage_record_put(storage);
 }

@@ -265,7 +265,7 @@ def applicable(part, row):
     if part.key == "onnxruntime":
         return row.workload == "mlp_infer"
     if part.key == "limits":
-        return row.workload in ("sgemm", "add_16M")
+        return row.workload in ("sgemm", "add_16M", "mlp_train")
     return True
 
 

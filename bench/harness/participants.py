@@ -199,12 +199,6 @@ def build(root, build_dir, venv_python, cores, quick, only=None, libtorch_peer="
         Config(f"threads{t}", [worker], {"TSR_BENCH_THREADS": str(t),
                                          "OMP_NUM_THREADS": str(t)}, t)
         for t in tessera_threads])
-    # Autotuning (docs/onednn.md): plan creation times every oneDNN
-    # implementation and keeps the fastest, as torch.backends.cudnn.benchmark
-    # does; a user setting, so a configuration like the peers' thread counts.
-    tessera.configs.append(Config(f"threads{cores}-autotune", [worker],
-                                  {"TSR_BENCH_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
-                                   "TSR_ONEDNN_AUTOTUNE": "1"}, cores))
     if device:
         for c in tessera.configs:
             c.env["TSR_DEVICE"] = device

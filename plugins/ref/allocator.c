@@ -68,8 +68,8 @@ static int tsr_ref_log2_floor(uint64_t v) { return 63 - __builtin_clzll(v); }
 static uint32_t tsr_ref_size_class_index(uint64_t bytes) {
   if (bytes <= (1u << TSR_REF_MIN_CLASS_LOG2)) return 0;
   int k = tsr_ref_log2_floor(bytes - 1);  // 2^k < bytes <= 2^(k+1)
-  uint64_t quarter = 1ull << (k - 2);
-  uint64_t q = (bytes - (1ull << k) + quarter - 1) / quarter;  // 1..4
+  // Quarters of 2^k, rounded up: a shift, not a division, on every alloc.
+  uint64_t q = (bytes - (1ull << k) + (1ull << (k - 2)) - 1) >> (k - 2);  // 1..4
   return (uint32_t)(1 + 4 * (k - TSR_REF_MIN_CLASS_LOG2) + (q - 1));
 }
 
