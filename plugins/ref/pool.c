@@ -117,6 +117,32 @@ typedef struct pool_job {
   char *slots;
 } pool_job;
 
+// One 2x2 window of the max pool: the taps of rows |r0| and |r1| at columns
+// 2q and 2q + 1 in row-major order, a later tap winning if strictly larger
+// or NaN over a number; the maximum to |out_best|, its index h * W + w (the
+// window's first at i0 + 2q) to |out_index|. Selects, not branches, so the
+// loop over q vectorizes (a _Bool of && and || does with GCC 12; an int of
+// & and | does not).
+#define TSR_REF_WINDOW2_CHOOSE(T, r0, r1, i0, W, q, out_best, out_index) \
+  do {                                                                  \
+    const T v1_ = (r0)[2 * (q) + 1], v2_ = (r1)[2 * (q)];               \
+    const T v3_ = (r1)[2 * (q) + 1];                                    \
+    const int64_t at_ = (i0) + 2 * (q);                                 \
+    T best_ = (r0)[2 * (q)];                                            \
+    int64_t index_ = at_;                                               \
+    _Bool take_ = (v1_ > best_) || ((v1_ != v1_) && (best_ == best_));  \
+    best_ = take_ ? v1_ : best_;                                        \
+    index_ = take_ ? at_ + 1 : index_;                                  \
+    take_ = (v2_ > best_) || ((v2_ != v2_) && (best_ == best_));        \
+    best_ = take_ ? v2_ : best_;                                        \
+    index_ = take_ ? at_ + (W) : index_;                                \
+    take_ = (v3_ > best_) || ((v3_ != v3_) && (best_ == best_));        \
+    best_ = take_ ? v3_ : best_;                                        \
+    index_ = take_ ? at_ + (W) + 1 : index_;                            \
+    (out_best) = best_;                                                 \
+    (out_index) = index_;                                               \
+  } while (0)
+
 // The 2x2 stride-2 max pool of one float32 plane read and written in place
 // (window2_f32: x, y and the indices unit-stride along W). The same taps,
 // order and rules as the double loop below; comparing the float32 values
@@ -132,22 +158,7 @@ static void forward_plane_window2_f32(const tsr_ref_pool_plan *pl, const float *
     int64_t *restrict chosen = indices + p * pl->is[2];
     const int64_t i0 = 2 * p * W;
     for (int64_t q = 0; q < ow; ++q) {
-      const float v1 = r0[2 * q + 1], v2 = r1[2 * q], v3 = r1[2 * q + 1];
-      const int64_t at = i0 + 2 * q;
-      float best = r0[2 * q];
-      int64_t best_index = at;
-      // A later tap wins if strictly larger, or NaN over a number.
-      _Bool take = (v1 > best) || ((v1 != v1) && (best == best));
-      best = take ? v1 : best;
-      best_index = take ? at + 1 : best_index;
-      take = (v2 > best) || ((v2 != v2) && (best == best));
-      best = take ? v2 : best;
-      best_index = take ? at + W : best_index;
-      take = (v3 > best) || ((v3 != v3) && (best == best));
-      best = take ? v3 : best;
-      best_index = take ? at + W + 1 : best_index;
-      best_row[q] = best;
-      chosen[q] = best_index;
+      TSR_REF_WINDOW2_CHOOSE(float, r0, r1, i0, W, q, best_row[q], chosen[q]);
     }
   }
 }
@@ -186,23 +197,7 @@ static void forward_planes_run(void *arg, int64_t begin, int64_t end, int32_t th
         double *restrict best_row = s.row;
         const int64_t i0 = 2 * p * W;
         for (int64_t q = 0; q < ow; ++q) {
-          const double v1 = r0[2 * q + 1], v2 = r1[2 * q], v3 = r1[2 * q + 1];
-          const int64_t at = i0 + 2 * q;
-          double best = r0[2 * q];
-          int64_t best_index = at;
-          // A later tap wins if strictly larger, or NaN over a number. (A _Bool
-          // of && and || vectorizes with GCC 12; an int of & and | does not.)
-          _Bool take = (v1 > best) || ((v1 != v1) && (best == best));
-          best = take ? v1 : best;
-          best_index = take ? at + 1 : best_index;
-          take = (v2 > best) || ((v2 != v2) && (best == best));
-          best = take ? v2 : best;
-          best_index = take ? at + W : best_index;
-          take = (v3 > best) || ((v3 != v3) && (best == best));
-          best = take ? v3 : best;
-          best_index = take ? at + W + 1 : best_index;
-          best_row[q] = best;
-          chosen[q] = best_index;
+          TSR_REF_WINDOW2_CHOOSE(double, r0, r1, i0, W, q, best_row[q], chosen[q]);
         }
         if (is3 != 1) {
           for (int64_t q = 0; q < ow; ++q) irow[q * is3] = s.w_index[q];
