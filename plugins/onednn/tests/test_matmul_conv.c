@@ -277,6 +277,32 @@ static void conv_bwd_filter_visit(void *arg, int64_t xi, int64_t wi, int64_t yi)
   r->mag[wi] += fabs(r->dy[yi] * r->x[xi]);
 }
 
+// Checks dw (|wn| elements) and dbias of a filter gradient against float64
+// sums of x and dy (|yn| elements) over |s|.
+static void expect_filter_grads(const conv_shape *s, const double *x, const double *dy,
+                                int64_t wn, int64_t yn, tsr_tensor *tdw, tsr_tensor *tdb,
+                                const char *w_label, const char *b_label) {
+  double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
+  conv_ref r = {x, NULL, dy, want, mag};
+  conv_for_each(s, conv_bwd_filter_visit, &r);
+  read_all(tdw, got, wn);
+  expect_close(w_label, got, want, mag, wn, 1e-5);
+  double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
+  for (int64_t i = 0; i < yn; ++i) {
+    const int64_t o = (i / (s->oh * s->ow)) % s->o;
+    db_want[o] += dy[i];
+    db_mag[o] += fabs(dy[i]);
+  }
+  read_all(tdb, db_got, s->o);
+  expect_close(b_label, db_got, db_want, db_mag, s->o, 1e-5);
+  free(want);
+  free(mag);
+  free(got);
+  free(db_want);
+  free(db_mag);
+  free(db_got);
+}
+
 // A tensor holding the NCHW values |v| of [a, b, c, d], stored NCHW or, when
 // |channels_last|, NHWC (a permuted view of an [a, c, d, b] tensor).
 static tsr_tensor *conv_tensor(const int64_t *sizes, const double *v, int channels_last) {
@@ -380,28 +406,11 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
     tsr_tensor *outputs[2] = {tdw, tdb};
     snprintf(label, sizeof(label), "%s bwd-filter", what);
     run_onednn(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, label);
-    double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
-    conv_ref r = {x, w, dy, want, mag};
-    conv_for_each(s, conv_bwd_filter_visit, &r);
-    read_all(tdw, got, wn);
-    expect_close(label, got, want, mag, wn, 1e-5);
-    double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
-    for (int64_t i = 0; i < yn; ++i) {
-      const int64_t o = (i / (s->oh * s->ow)) % s->o;
-      db_want[o] += dy[i];
-      db_mag[o] += fabs(dy[i]);
-    }
-    read_all(tdb, db_got, s->o);
-    snprintf(label, sizeof(label), "%s dbias", what);
-    expect_close(label, db_got, db_want, db_mag, s->o, 1e-5);
+    char bias_label[96];
+    snprintf(bias_label, sizeof(bias_label), "%s dbias", what);
+    expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, label, bias_label);
     tsr_tensor_release(tdw);
     tsr_tensor_release(tdb);
-    free(want);
-    free(mag);
-    free(got);
-    free(db_want);
-    free(db_mag);
-    free(db_got);
   }
   tsr_tensor_release(tx);
   tsr_tensor_release(tw);
@@ -471,31 +480,13 @@ static void test_conv_filter_gradient_with_one_input_channel_runs_the_direct_ker
     assert_string_equal(engine, "own:filter-c1-direct");
     onednn_run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, ENGINE_OWN,
                       k == 0 ? "conv 64x1x28x28 -> 32 bwd-filter" : "depthwise bwd-filter");
-    double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
-    conv_ref r = {x, NULL, dy, want, mag};
-    conv_for_each(s, conv_bwd_filter_visit, &r);
-    read_all(tdw, got, wn);
-    expect_close("direct bwd-filter", got, want, mag, wn, 1e-5);
-    double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
-    for (int64_t i = 0; i < yn; ++i) {
-      const int64_t o = (i / (s->oh * s->ow)) % s->o;
-      db_want[o] += dy[i];
-      db_mag[o] += fabs(dy[i]);
-    }
-    read_all(tdb, db_got, s->o);
-    expect_close("direct dbias", db_got, db_want, db_mag, s->o, 1e-5);
+    expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, "direct bwd-filter", "direct dbias");
     tsr_tensor_release(tx);
     tsr_tensor_release(tdy);
     tsr_tensor_release(tdw);
     tsr_tensor_release(tdb);
     free(x);
     free(dy);
-    free(want);
-    free(mag);
-    free(got);
-    free(db_want);
-    free(db_mag);
-    free(db_got);
   }
 }
 

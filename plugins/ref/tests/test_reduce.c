@@ -18,8 +18,11 @@ static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32, TSR_FLOAT64,  TSR_INT32,
                                         TSR_INT64,   TSR_BFLOAT16, TSR_FLOAT16};
 
 // Reduces x over |mask| in float64 for the output element at |out_idx|.
-static double reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
-                          const int64_t *out_idx) {
+// With |segment| > 0, SUM and MEAN add the elements in order into a partial
+// sum that is folded into the result every |segment| elements and at the end
+// (the plugin's fixed segments, for bit-exact checks).
+static double reduce_want_segmented(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
+                                    const int64_t *out_idx, int64_t segment) {
   const int32_t r = x->desc.rank;
   int64_t sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
   int64_t count = 1;
@@ -31,19 +34,36 @@ static double reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
   double acc = fn == TSR_REDUCE_PROD ? 1 : fn == TSR_REDUCE_MAX ? -INFINITY
                : fn == TSR_REDUCE_MIN ? INFINITY : 0;
   if (count == 0) return fn == TSR_REDUCE_MEAN ? NAN : acc;
+  double part = 0.0;
+  int64_t k = 0;
   do {
     int64_t xi[TSR_MAX_RANK];
     for (int32_t d = 0; d < r; ++d) xi[d] = (mask >> d) & 1 ? idx[d] : out_idx[d];
     double v = tt_get(x, xi);
     switch (fn) {
       case TSR_REDUCE_SUM:
-      case TSR_REDUCE_MEAN: acc += v; break;
+      case TSR_REDUCE_MEAN:
+        if (segment <= 0) {
+          acc += v;
+        } else {
+          part += v;
+          if (++k % segment == 0 || k == count) {
+            acc += part;
+            part = 0.0;
+          }
+        }
+        break;
       case TSR_REDUCE_PROD: acc *= v; break;
       case TSR_REDUCE_MAX: acc = isnan(acc) || isnan(v) ? NAN : (v > acc ? v : acc); break;
       default: acc = isnan(acc) || isnan(v) ? NAN : (v < acc ? v : acc); break;
     }
   } while (tt_index_next(idx, r, sizes));
   return fn == TSR_REDUCE_MEAN ? acc / (double)count : acc;
+}
+
+static double reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
+                          const int64_t *out_idx) {
+  return reduce_want_segmented(x, mask, fn, out_idx, 0);
 }
 
 static tsr_status reduce_run(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x, tt_tensor *out) {
@@ -235,29 +255,6 @@ static void test_reduce_many_outputs_run_on_the_pool(void **state) {
 // float64 walk down each column in segments of 16384 elements, folded from
 // 0.0 in order, on one and on two threads: N = 20000 makes two segments,
 // C = 300 two chunks of outputs, and the 3-d case has outer kept rows.
-static double column_want(const tt_tensor *x, uint32_t mask, const int64_t *out_idx, int mean) {
-  const int32_t r = x->desc.rank;
-  int64_t sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
-  int64_t count = 1;
-  for (int32_t d = 0; d < r; ++d) {
-    sizes[d] = (mask >> d) & 1 ? x->desc.sizes[d] : 1;
-    count *= sizes[d];
-    idx[d] = 0;
-  }
-  double acc = 0.0, part = 0.0;
-  int64_t k = 0;
-  do {
-    int64_t xi[TSR_MAX_RANK];
-    for (int32_t d = 0; d < r; ++d) xi[d] = (mask >> d) & 1 ? idx[d] : out_idx[d];
-    part += tt_get(x, xi);
-    if (++k % 16384 == 0 || k == count) {
-      acc += part;
-      part = 0.0;
-    }
-  } while (tt_index_next(idx, r, sizes));
-  return mean ? acc / (double)count : acc;
-}
-
 static void test_reduce_column_sums_match_a_sequential_walk_bit_for_bit(void **state) {
   (void)state;
   int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
@@ -286,7 +283,7 @@ static void test_reduce_column_sums_match_a_sequential_walk_bit_for_bit(void **s
       assert_int_equal(reduce_run(cases[c].fn, cases[c].mask, &x, &out), TSR_OK);
       int64_t idx[TSR_MAX_RANK] = {0};
       do {
-        double want = column_want(&x, cases[c].mask, idx, cases[c].fn == TSR_REDUCE_MEAN);
+        double want = reduce_want_segmented(&x, cases[c].mask, cases[c].fn, idx, 16384);
         if (cases[c].dtype == TSR_FLOAT32) want = (float)want;
         const double got = tt_get(&out, idx);
         if (memcmp(&got, &want, sizeof(got)) != 0) {
