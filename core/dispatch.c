@@ -17,14 +17,28 @@ static inline uint32_t alignment_of(uint64_t byte_offset, uint32_t base_alignmen
   return a;
 }
 
-void tsr_dispatch_desc_fill(const tsr_tensor *t, tsr_tensor_desc *d) {
+// Fills |d| from |t| and, when |w| is not NULL, writes the operand's plan-key
+// words there (plan_cache.h's layout, alias group -1) in the same pass.
+// Returns the number of key words. Inlined, so the NULL test folds away.
+#if defined(__GNUC__)
+#define TSR_DISPATCH_INLINE inline __attribute__((always_inline))
+#else
+#define TSR_DISPATCH_INLINE inline
+#endif
+static TSR_DISPATCH_INLINE uint32_t desc_fill(const tsr_tensor *t, tsr_tensor_desc *d,
+                                              uint64_t *w) {
   size_t elem = tsr_dtype_size(t->dtype);
+  const int32_t rank = t->rank;
   d->struct_size = sizeof(*d);
   d->dtype = t->dtype;
-  d->rank = t->rank;
-  for (int32_t r = 0; r < t->rank; ++r) {
+  d->rank = rank;
+  for (int32_t r = 0; r < rank; ++r) {
     d->sizes[r] = t->sizes[r];
     d->strides[r] = t->strides[r];
+    if (w != NULL) {
+      w[1 + 2 * r] = (uint64_t)t->sizes[r];
+      w[2 + 2 * r] = (uint64_t)t->strides[r];
+    }
   }
   d->byte_offset = (uint64_t)t->offset * elem;
   d->buffer = t->storage->buffer;
@@ -33,6 +47,13 @@ void tsr_dispatch_desc_fill(const tsr_tensor *t, tsr_tensor_desc *d) {
   d->storage_version = atomic_load_explicit(&t->storage->version, memory_order_relaxed);
   d->alias_group = -1;
   d->reserved = 0;
+  if (w == NULL) return 0;
+  w[0] = tsr_plan_key_operand_word(d);
+  return 1 + 2 * (uint32_t)rank;
+}
+
+void tsr_dispatch_desc_fill(const tsr_tensor *t, tsr_tensor_desc *d) {
+  desc_fill(t, d, NULL);
 }
 
 static int is_elementwise(tsr_op_id_t op) {
@@ -49,6 +70,18 @@ static int is_elementwise(tsr_op_id_t op) {
     default:
       return 0;
   }
+}
+
+// Whether desc_expand would leave |d| as it is for an output of |rank| and
+// |sizes| with nothing kept: same shape and no size-1 dim with a stride.
+static inline int desc_expand_is_noop(const tsr_tensor_desc *d, int32_t rank,
+                                      const int64_t *sizes) {
+  if (d->rank != rank) return 0;
+  int64_t differ = 0;
+  for (int32_t r = 0; r < rank; ++r) {
+    differ |= (d->sizes[r] ^ sizes[r]) | ((d->sizes[r] == 1) & (d->strides[r] != 0));
+  }
+  return differ == 0;
 }
 
 // Broadcasts |d| to the |rank| leading-dims-first shape |sizes|, keeping its
@@ -115,13 +148,14 @@ static void desc_extent(const tsr_tensor_desc *d, uint64_t *begin, uint64_t *end
 // part of the plan key: an in-place plan differs from an out-of-place one.
 // Groups are the connected components of the overlap relation, each named by
 // its lowest operand index.
-static void alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
+// Returns whether any operand got a group.
+static int alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
   // The common case, every operand in its own buffer, decided first.
   int shared = 0;
   for (int32_t i = 1; i < count && !shared; ++i) {
     for (int32_t j = 0; j < i; ++j) shared |= descs[i].buffer == descs[j].buffer;
   }
-  if (!shared) return;
+  if (!shared) return 0;
   int32_t parent[TSR_MAX_OPERANDS];
   int any = 0;
   for (int32_t i = 0; i < count; ++i) parent[i] = i;
@@ -140,7 +174,7 @@ static void alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
       }
     }
   }
-  if (!any) return;
+  if (!any) return 0;
   for (int32_t i = 0; i < count; ++i) {
     int32_t r = i;
     while (parent[r] != r) r = parent[r];
@@ -153,6 +187,7 @@ static void alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
     }
     descs[i].alias_group = lone ? -1 : r;
   }
+  return 1;
 }
 
 // Finds or creates the plan for |signature| on |device|. A device that
@@ -221,14 +256,13 @@ static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature
   return TSR_OK;
 }
 
-tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *signature,
-                                      tsr_tensor *const *inputs, tsr_tensor *const *outputs,
-                                      int allow_fallback) {
-  tsr_plan_key key;
-  TSR_RETURN_IF_ERROR(tsr_plan_key_build(signature, &key));
+// tsr_dispatch_signature_run with the signature's key built.
+static tsr_status signature_run_keyed(tsr_device *device, tsr_op_signature *signature,
+                                      const tsr_plan_key *key, tsr_tensor *const *inputs,
+                                      tsr_tensor *const *outputs, int allow_fallback) {
   const tsr_plan_entry *entry = NULL;
   tsr_plugin_plan *uncached = NULL;
-  TSR_RETURN_IF_ERROR(plan_get(device, signature, &key, &entry, &uncached));
+  TSR_RETURN_IF_ERROR(plan_get(device, signature, key, &entry, &uncached));
   if (entry->plan == NULL) {
     if (!allow_fallback) {
       return tsr_error_set(TSR_UNSUPPORTED, "%s on %s: %s", tsr_op_name(signature->op),
@@ -296,6 +330,14 @@ tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *sign
   return TSR_OK;
 }
 
+tsr_status tsr_dispatch_signature_run(tsr_device *device, tsr_op_signature *signature,
+                                      tsr_tensor *const *inputs, tsr_tensor *const *outputs,
+                                      int allow_fallback) {
+  tsr_plan_key key;
+  TSR_RETURN_IF_ERROR(tsr_plan_key_build(signature, &key));
+  return signature_run_keyed(device, signature, &key, inputs, outputs, allow_fallback);
+}
+
 // Builds the signature of an op call and runs it, or (|out_engine| not NULL)
 // only finds or creates its plan and reports the plan's engine.
 static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
@@ -339,16 +381,24 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
   if (atomic_load_explicit(&device->lost, memory_order_relaxed)) {
     return tsr_fail(device, TSR_DEVICE_LOST, "%s: device %s is lost", op_name, device->name);
   }
+  // The descriptors and, in the same pass, the operands' key words. A
+  // broadcast, a size-1 dim's stride or an alias group changes descriptors
+  // afterwards; the key is then built again from them (rekey).
   tsr_tensor_desc descs[TSR_MAX_OPERANDS];
-  for (int32_t i = 0; i < num_inputs; ++i) tsr_dispatch_desc_fill(inputs[i], &descs[i]);
+  tsr_plan_key key;
+  uint32_t n = TSR_PLAN_KEY_HEAD_WORDS;
+  for (int32_t i = 0; i < num_inputs; ++i) n += desc_fill(inputs[i], &descs[i], key.words + n);
   for (int32_t i = 0; i < num_outputs; ++i) {
-    tsr_dispatch_desc_fill(outputs[i], &descs[num_inputs + i]);
+    n += desc_fill(outputs[i], &descs[num_inputs + i], key.words + n);
   }
   const tsr_tensor_desc *out0 = &descs[num_inputs];
   tsr_status status = TSR_OK;
+  int rekey = 0;
   if (is_elementwise(op)) {
     for (int32_t i = 0; i < num_inputs && status == TSR_OK; ++i) {
+      if (desc_expand_is_noop(&descs[i], out0->rank, out0->sizes)) continue;
       status = desc_expand(&descs[i], out0->rank, out0->sizes, 0, op_name, "input", i);
+      rekey = 1;
     }
   } else if (op == TSR_OP_MATMUL && num_inputs >= 2 && out0->rank >= 2) {
     for (int32_t i = 0; i < 2 && status == TSR_OK; ++i) {
@@ -357,9 +407,10 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
     if (status == TSR_OK && num_inputs >= 3) {
       status = desc_expand(&descs[2], out0->rank, out0->sizes, 0, op_name, "bias", 2);
     }
+    rekey = 1;
   }
   if (status != TSR_OK) return tsr_fail(device, status, "%s", tsr_error_message());
-  alias_groups_assign(descs, num_inputs + num_outputs);
+  rekey |= alias_groups_assign(descs, num_inputs + num_outputs);
   tsr_op_signature signature;
   signature.struct_size = sizeof(signature);
   signature.op = op;
@@ -373,12 +424,17 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
   signature.flags = atomic_load_explicit(&device->owner->deterministic, memory_order_relaxed)
                         ? TSR_PLAN_REQUIRE_DETERMINISM
                         : 0;
+  if (rekey) {
+    status = tsr_plan_key_build(&signature, &key);
+    if (status != TSR_OK) return tsr_context_fail(device->owner, status);
+  } else {
+    tsr_plan_key_head_put(&signature, key.words);
+    tsr_plan_key_finish(&key, n, attrs);
+  }
   if (out_engine != NULL) {
-    tsr_plan_key key;
     const tsr_plan_entry *entry = NULL;
     tsr_plugin_plan *uncached = NULL;
-    status = tsr_plan_key_build(&signature, &key);
-    if (status == TSR_OK) status = plan_get(device, &signature, &key, &entry, &uncached);
+    status = plan_get(device, &signature, &key, &entry, &uncached);
     if (status != TSR_OK) return tsr_context_fail(device->owner, status);
     if (uncached != NULL) {
       // Plan cache full: the engine name dies with the plan.
@@ -389,7 +445,7 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
     }
     return TSR_OK;
   }
-  status = tsr_dispatch_signature_run(device, &signature, inputs, outputs, 1);
+  status = signature_run_keyed(device, &signature, &key, inputs, outputs, 1);
   if (status != TSR_OK) return tsr_context_fail(device->owner, status);
   return TSR_OK;
 }

@@ -37,18 +37,15 @@ tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *o
     return tsr_error_set(TSR_INVALID_ARGUMENT, "plan: %d inputs and %d outputs", num_inputs,
                          num_outputs);
   }
-  size_t attr_bytes = 0;
   if (signature->attrs != NULL) {
-    attr_bytes = *(const size_t *)signature->attrs;
+    const size_t attr_bytes = *(const size_t *)signature->attrs;
     if (attr_bytes > 512 || attr_bytes < sizeof(size_t)) {
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: attribute struct_size %zu is out of range",
                            "plan", attr_bytes);
     }
   }
-  w[0] = (uint64_t)(uint32_t)signature->op | ((uint64_t)(uint32_t)signature->device << 32);
-  w[1] = (uint64_t)(uint16_t)signature->math_mode | ((uint64_t)(uint16_t)signature->flags << 16) |
-         ((uint64_t)(uint16_t)num_inputs << 32) | ((uint64_t)(uint16_t)num_outputs << 48);
-  uint32_t n = 2;
+  tsr_plan_key_head_put(signature, w);
+  uint32_t n = TSR_PLAN_KEY_HEAD_WORDS;
   for (int32_t k = 0; k < num_inputs + num_outputs; ++k) {
     const tsr_tensor_desc *d =
         k < num_inputs ? &signature->inputs[k] : &signature->outputs[k - num_inputs];
@@ -56,27 +53,37 @@ tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *o
     if (rank < 0 || rank > TSR_MAX_RANK) {
       return tsr_error_set(TSR_INVALID_ARGUMENT, "plan: operand rank %d", rank);
     }
-    w[n++] = (uint64_t)(uint8_t)d->dtype | ((uint64_t)(uint8_t)rank << 8) |
-             ((uint64_t)d->alignment << 16) | ((uint64_t)(uint32_t)(d->alias_group + 1) << 32);
+    w[n++] = tsr_plan_key_operand_word(d);
     for (int32_t r = 0; r < rank; ++r) {
       w[n + 2 * (uint32_t)r] = (uint64_t)d->sizes[r];
       w[n + 2 * (uint32_t)r + 1] = (uint64_t)d->strides[r];
     }
     n += 2 * (uint32_t)rank;
   }
+  tsr_plan_key_finish(out_key, n, signature->attrs);
+  return TSR_OK;
+}
+
+void tsr_plan_key_finish(tsr_plan_key *key, uint32_t n, const void *attrs) {
+  uint64_t *w = key->words;
+  const size_t attr_bytes = attrs != NULL ? *(const size_t *)attrs : 0;
   w[n++] = attr_bytes;
   // Word 0 of the attributes is struct_size, already in; the tail of a size
-  // that is not a multiple of 8 is zero-padded.
+  // that is not a multiple of 8 is zero-padded. Word by word, not memcpy:
+  // attribute structs are a few words, fewer than a library call costs.
   if (attr_bytes > 8) {
-    const unsigned char *bytes = signature->attrs;
-    const size_t rest = attr_bytes - 8;
-    w[n + (uint32_t)((rest - 1) / 8)] = 0;
-    memcpy(&w[n], bytes + 8, rest);
-    n += (uint32_t)((rest + 7) / 8);
+    const unsigned char *bytes = (const unsigned char *)attrs + 8;
+    const size_t rest = attr_bytes - 8, whole = rest / 8;
+    for (size_t i = 0; i < whole; ++i) memcpy(&w[n + i], bytes + 8 * i, 8);
+    n += (uint32_t)whole;
+    if (rest % 8 != 0) {
+      w[n] = 0;
+      memcpy(&w[n], bytes + 8 * whole, rest % 8);
+      ++n;
+    }
   }
-  out_key->length = n;
-  out_key->hash = key_hash(w, n);
-  return TSR_OK;
+  key->length = n;
+  key->hash = key_hash(w, n);
 }
 
 void tsr_plan_cache_init(tsr_plan_cache *cache) {
@@ -100,9 +107,13 @@ void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plu
   pthread_mutex_destroy(&cache->insert_lock);
 }
 
+// An inline loop, not memcmp: keys are 10-30 words, and a hash match is
+// almost always the key itself, so the whole key is compared anyway.
 static inline int entry_matches(const tsr_plan_entry *e, const tsr_plan_key *key) {
-  return e->hash == key->hash && e->key_length == key->length &&
-         memcmp(e->key, key->words, key->length * sizeof(uint64_t)) == 0;
+  if (e->hash != key->hash || e->key_length != key->length) return 0;
+  uint64_t differ = 0;
+  for (uint32_t i = 0; i < key->length; ++i) differ |= e->key[i] ^ key->words[i];
+  return differ == 0;
 }
 
 const tsr_plan_entry *tsr_plan_cache_lookup(tsr_plan_cache *cache, const tsr_plan_key *key) {
@@ -113,7 +124,11 @@ const tsr_plan_entry *tsr_plan_cache_lookup(tsr_plan_cache *cache, const tsr_pla
         atomic_load_explicit(&cache->slots[(slot + probe) & mask], memory_order_acquire);
     if (e == NULL) break;
     if (entry_matches(e, key)) {
-      atomic_fetch_add_explicit(&cache->hits, 1, memory_order_relaxed);
+      // A load and a store, not a locked add, on every eager op: hits
+      // counted by two threads at once may lose one (statistics only).
+      atomic_store_explicit(&cache->hits,
+                            atomic_load_explicit(&cache->hits, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
       return e;
     }
   }

@@ -46,6 +46,28 @@ typedef struct tsr_plan_cache {
 // than a key holds. Thread-safe.
 tsr_status tsr_plan_key_build(const tsr_op_signature *signature, tsr_plan_key *out_key);
 
+// The key layout, shared by tsr_plan_key_build and the dispatcher, which
+// writes an operand's words while it fills the operand's descriptor
+// (dispatch.c): two header words, then per operand its packed word followed
+// by its sizes and strides interleaved, then the attribute words
+// (tsr_plan_key_finish).
+static inline void tsr_plan_key_head_put(const tsr_op_signature *signature, uint64_t *w) {
+  w[0] = (uint64_t)(uint32_t)signature->op | ((uint64_t)(uint32_t)signature->device << 32);
+  w[1] = (uint64_t)(uint16_t)signature->math_mode | ((uint64_t)(uint16_t)signature->flags << 16) |
+         ((uint64_t)(uint16_t)signature->num_inputs << 32) |
+         ((uint64_t)(uint16_t)signature->num_outputs << 48);
+}
+// An operand's packed word: dtype, rank, alignment, alias group.
+static inline uint64_t tsr_plan_key_operand_word(const tsr_tensor_desc *d) {
+  return (uint64_t)(uint8_t)d->dtype | ((uint64_t)(uint8_t)d->rank << 8) |
+         ((uint64_t)d->alignment << 16) | ((uint64_t)(uint32_t)(d->alias_group + 1) << 32);
+}
+#define TSR_PLAN_KEY_HEAD_WORDS 2u
+// Appends the attribute words of |attrs| (NULL, or a struct_size the caller
+// checked to lie in [8, 512]) after the first |n| words of |key|, then sets
+// its length and hash. Thread-safe.
+void tsr_plan_key_finish(tsr_plan_key *key, uint32_t n, const void *attrs);
+
 void tsr_plan_cache_init(tsr_plan_cache *cache);
 // Destroys every plan through |destroy| and frees the entries. Not thread-safe.
 void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plugin_plan *));

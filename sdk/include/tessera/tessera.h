@@ -178,7 +178,7 @@ TSR_API tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op,
 
 typedef struct tsr_plan_cache_stats {
   size_t struct_size;
-  uint64_t hits;
+  uint64_t hits;     // exact from one thread; threads hitting at once may lose a count
   uint64_t misses;
   uint64_t entries;
 } tsr_plan_cache_stats;
