@@ -418,10 +418,11 @@ static void test_pool2d_backward_scatters_max_and_distributes_avg(void **state) 
 // elsewhere, the odd last row and column included; and indices outside
 // their windows (any in [0, H * W) is valid) sum colliding values in double
 // and round once.
-static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(void **state) {
-  (void)state;
-  const pool_case pc = {2, 3, 9, 37, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0};
-  const int64_t xs[] = {2, 3, 9, 37}, ys[] = {2, 3, 4, 18};
+// |h| x |w| planes: rows of windows longer than a vector (9 x 37: 18, two
+// vectors and a tail) and shorter (11 x 11: 5, the CNN's second pool).
+static void window2_f32_check(int64_t h, int64_t w) {
+  const pool_case pc = {2, 3, h, w, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 0, 0};
+  const int64_t xs[] = {2, 3, h, w}, ys[] = {2, 3, h / 2, w / 2};
   tt_tensor x, y, indices, dy, dx;
   tt_tensor_make(&x, TSR_FLOAT32, 4, xs, NULL, 0);
   tt_tensor_make(&y, TSR_FLOAT32, 4, ys, NULL, 0);
@@ -457,7 +458,7 @@ static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(
   assert_true(signbit(tt_get(&y, w0)) && tt_get(&y, w0) == 0.0);
   assert_int_equal((int64_t)tt_get(&indices, w0), 0);
   assert_true(isnan(tt_get(&y, w1)));
-  assert_int_equal((int64_t)tt_get(&indices, w1), 37 + 2);
+  assert_int_equal((int64_t)tt_get(&indices, w1), w + 2);
   assert_int_equal((int64_t)tt_get(&indices, w2), 5);
   assert_true(isinf(tt_get(&y, w3)) && tt_get(&y, w3) < 0);
   assert_int_equal((int64_t)tt_get(&indices, w3), 6);
@@ -465,16 +466,16 @@ static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(
   tt_fill(&dy, 8, -1, 1);
   tt_set(&dy, w0, -0.0);
   tt_set(&dy, w1, NAN);
-  const int64_t plane = 9 * 37;
+  const int64_t plane = h * w;
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) {
       // Plane (1, 2): every index on element 5, except one on element 100
       // (inside another window): the planes around it keep their own.
       idx[0] = 1, idx[1] = 2;
-      for (idx[2] = 0; idx[2] < 4; ++idx[2]) {
-        for (idx[3] = 0; idx[3] < 18; ++idx[3]) tt_set(&indices, idx, 5);
+      for (idx[2] = 0; idx[2] < ys[2]; ++idx[2]) {
+        for (idx[3] = 0; idx[3] < ys[3]; ++idx[3]) tt_set(&indices, idx, 5);
       }
-      const int64_t one[] = {1, 2, 3, 17};
+      const int64_t one[] = {1, 2, ys[2] - 1, ys[3] - 1};
       tt_set(&indices, one, 100);
     }
     tt_tensor *in[] = {&dy, &indices};
@@ -500,6 +501,12 @@ static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(
   }
   tt_tensor *all[] = {&x, &y, &indices, &dy, &dx};
   for (int k = 0; k < 5; ++k) tt_tensor_free(all[k]);
+}
+
+static void test_pool2d_2x2_max_on_float32_matches_the_double_rules_bit_for_bit(void **state) {
+  (void)state;
+  window2_f32_check(9, 37);
+  window2_f32_check(11, 11);
 }
 
 static void test_pool2d_backward_rejects_an_index_outside_the_plane(void **state) {
