@@ -31,6 +31,9 @@
 // 28-32 us).
 #define TSR_ONEDNN_CONV_MIN_MACS (32.0 * 1024.0)
 #define TSR_ONEDNN_CONV_FILTER_MIN_MACS (256.0 * 1024.0)
+// The own multi-channel filter-gradient kernel's float64 sums (O x C x KH x
+// KW) beyond which oneDNN's keeps the op (see tsr_onednn_conv_problem_init).
+#define TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES (2.0 * 1024.0 * 1024.0)
 // Timing runs per candidate when autotuning (after one warm-up).
 #define TSR_ONEDNN_CONV_TIMING_RUNS 3
 
@@ -395,6 +398,27 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "conv: one input channel per group runs on the own direct "
                                 "filter-gradient kernel");
+  }
+  // Several input channels and one group: the own direct kernel (ref's
+  // conv_filter_direct.c) for 3x3 and larger kernels while its float64 sums
+  // stay within TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES. Against oneDNN 2.6 on the
+  // 2-core AVX2 machine, two threads, interleaved runs (ms, own vs oneDNN):
+  // N 64, 32 -> 64, 13x13, 3x3 (the CNN's second layer): 1.7-1.8 vs
+  // 2.6 (gemm:jit) in a fast phase, 2.0-2.6 vs 3.2-3.9 in slow ones;
+  // N 8, 32 -> 64, 28x28, 3x3, pad 1: 1.4-2.2 vs 2.2-4.3 (gemm:jit), NHWC
+  // 1.6-2.3 vs 1.9-3.5 (jit:avx2), stride 2: 0.6 vs 0.9-1.0, dilation 2:
+  // 1.3-1.8 vs 2.0-3.4; N 64, 16 -> 32, 28x28, 5x5, pad 2: 7.8-13 vs 18-28;
+  // N 64, 128 -> 128, 7x7, pad 1: 5.9 vs 6.9; N 1, 16 -> 16, 32x32, pad 1:
+  // 0.07 both (jit:avx2). Left to oneDNN: 1x1 (N 64, 32 -> 64, 13x13: 0.6
+  // vs 0.5) and 256 -> 256 channels at 7x7 (4.7 MB of sums: 25-29 vs 26).
+  if (pb->kind == TSR_CONV_BWD_FILTER &&
+      tsr_ref_conv_filter_direct_fits(dtype, pb->groups, x->sizes[1], x->sizes[2], x->sizes[3],
+                                      pad_before, pad_after) &&
+      w->sizes[2] * w->sizes[3] >= 9 &&
+      (double)w->sizes[0] * (double)w->sizes[1] * (double)(w->sizes[2] * w->sizes[3]) * 8.0 <=
+          TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES) {
+    return tsr_onednn_error_set(TSR_UNSUPPORTED,
+                                "conv: the filter gradient runs on the own direct kernel");
   }
   memcpy(pb->y_sizes, y->sizes, sizeof(pb->y_sizes));
   memcpy(pb->y_strides, y->strides, sizeof(pb->y_strides));

@@ -10,7 +10,9 @@
 // im2col matrix stays in L2.
 //
 // The filter gradient with one input channel per group (float32, small
-// kernels) has a direct kernel instead (conv_filter_c1.c, declared below).
+// kernels) has a direct kernel instead (conv_filter_c1.c, declared below),
+// and so has the float32 one with several channels and one group
+// (conv_filter_direct.c).
 //
 // Threads never share an output element, and every sum runs in an order fixed
 // by the shape alone (the GEMM's depth panels, the position tiles, fixed batch
@@ -72,6 +74,23 @@ typedef struct tsr_ref_conv_plan {
   int64_t c1_pitch;           // im2col row pitch: tile_cols rounded up to the lanes
   uint64_t sums_offset;       // o_block x (KH * KW) x lanes doubles
   uint64_t bias_sums_offset;  // o_block x lanes doubles
+  // The multi-channel filter gradient's direct kernel (conv_filter_direct.c)
+  // instead of the GEMM: items are (chunk of fd_o_chunk output channels,
+  // chunk of fd_r_chunk rows (c, kh, kw)), positions go in tiles of
+  // tile_cols, and a slot holds the padded copy of an image (when padded),
+  // the tile's dy transposed [tile_cols][fd_o_chunk], the chunk's float64
+  // sums [fd_r_chunk][fd_o_chunk], dbias sums [fd_o_chunk] and each row's
+  // offset in the image [fd_r_chunk].
+  int32_t filter_direct;
+  int32_t fd_copy_x;              // x goes through the zero-padded copy
+  int64_t fd_rows;                // C * KH * KW
+  int64_t fd_hp, fd_wp;           // the padded copy's height and width
+  int64_t fd_xc, fd_xh, fd_xw;    // strides of the image the kernel reads
+  int64_t fd_o_chunk, fd_o_chunks;  // fd_o_chunk: a multiple of TSR_REF_CONV_FD_COLS
+  int64_t fd_r_chunk, fd_r_chunks;  // fd_r_chunk: a multiple of TSR_REF_CONV_FD_ROWS
+  uint64_t fd_x_offset, fd_dyt_offset, fd_sums_offset, fd_bias_offset;
+  int64_t fd_batch;               // images per step of the float32 sums
+  uint64_t fd_roff_offset, fd_steps_offset;
 } tsr_ref_conv_plan;
 
 // Runs |cv| on operands whose first elements are at ptrs[] (inputs, then
@@ -113,6 +132,37 @@ static inline int tsr_ref_conv_filter_c1_fits(tsr_dtype_t dtype, int64_t cg, int
 // Runs a plan with filter_c1 set, as tsr_ref_conv_f32_execute does.
 tsr_status tsr_ref_conv_filter_c1_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
                                           char *workspace);
+
+// The direct filter-gradient kernel for several input channels and one
+// group (conv_filter_direct.c): dW^T [C * KH * KW][O] as a GEMM over the
+// output positions of every image, with register tiles of ROWS rows
+// (c, kh, kw), whose x values are broadcast, by COLS output channels of dy
+// transposed per image. im2col + GEMM writes and re-reads the im2col matrix
+// (KH * KW times x) for every image instead.
+#define TSR_REF_CONV_FD_ROWS 6
+#define TSR_REF_CONV_FD_COLS 16
+// The zero-padded copy of one image stays in L2 beside the sums.
+#define TSR_REF_CONV_FD_MAX_IMAGE_BYTES (256 * 1024)
+
+// Whether the direct kernel covers CONV2D_BACKWARD_FILTER with operands of
+// |dtype|, |groups| groups, |c| input channels of |h| x |w| and padding
+// |pad_before| + |pad_after| (two each): float32, one group, at least two
+// channels (one is conv_filter_c1.c's), and one padded image of at most
+// TSR_REF_CONV_FD_MAX_IMAGE_BYTES. Any kernel size, stride, dilation and
+// layout of every operand. Thread-safe.
+static inline int tsr_ref_conv_filter_direct_fits(tsr_dtype_t dtype, int64_t groups, int64_t c,
+                                                  int64_t h, int64_t w,
+                                                  const int64_t *pad_before,
+                                                  const int64_t *pad_after) {
+  if (dtype != TSR_FLOAT32 || groups != 1 || c < 2) return 0;
+  const double hp = (double)h + (double)pad_before[0] + (double)pad_after[0];
+  const double wp = (double)w + (double)pad_before[1] + (double)pad_after[1];
+  return (double)c * hp * wp * 4.0 <= (double)TSR_REF_CONV_FD_MAX_IMAGE_BYTES;
+}
+
+// Runs a plan with filter_direct set, as tsr_ref_conv_f32_execute does.
+tsr_status tsr_ref_conv_filter_direct_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
+                                              char *workspace);
 
 // Floor and ceiling of a / b for b > 0 and any sign of a.
 static inline int64_t tsr_ref_conv_div_floor(int64_t a, int64_t b) {

@@ -277,8 +277,8 @@ static void conv_bwd_filter_visit(void *arg, int64_t xi, int64_t wi, int64_t yi)
   r->mag[wi] += fabs(r->dy[yi] * r->x[xi]);
 }
 
-// Checks dw (|wn| elements) and dbias of a filter gradient against float64
-// sums of x and dy (|yn| elements) over |s|.
+// Checks dw (|wn| elements) and dbias (unless |tdb| is NULL) of a filter
+// gradient against float64 sums of x and dy (|yn| elements) over |s|.
 static void expect_filter_grads(const conv_shape *s, const double *x, const double *dy,
                                 int64_t wn, int64_t yn, tsr_tensor *tdw, tsr_tensor *tdb,
                                 const char *w_label, const char *b_label) {
@@ -287,6 +287,11 @@ static void expect_filter_grads(const conv_shape *s, const double *x, const doub
   conv_for_each(s, conv_bwd_filter_visit, &r);
   read_all(tdw, got, wn);
   expect_close(w_label, got, want, mag, wn, 1e-5);
+  free(want);
+  free(mag);
+  free(got);
+  if (tdb == NULL)
+    return;
   double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
   for (int64_t i = 0; i < yn; ++i) {
     const int64_t o = (i / (s->oh * s->ow)) % s->o;
@@ -295,9 +300,6 @@ static void expect_filter_grads(const conv_shape *s, const double *x, const doub
   }
   read_all(tdb, db_got, s->o);
   expect_close(b_label, db_got, db_want, db_mag, s->o, 1e-5);
-  free(want);
-  free(mag);
-  free(got);
   free(db_want);
   free(db_mag);
   free(db_got);
@@ -335,9 +337,10 @@ static tsr_tensor *conv_empty(const int64_t *sizes, int channels_last) {
 
 // Runs CONV2D (with bias and |act|), CONV2D_BACKWARD_DATA and
 // CONV2D_BACKWARD_FILTER (with dbias) for |s| and checks each against the
-// float64 loops.
+// float64 loops. The forward and backward data run on oneDNN, the filter
+// gradient where |filter_want| says.
 static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_last, uint64_t seed,
-                      const char *what) {
+                      engine_kind filter_want, const char *what) {
   const int64_t xn = s->n * s->c * s->h * s->w;
   const int64_t wn = s->o * (s->c / s->attrs.groups) * s->kh * s->kw;
   const int64_t yn = s->n * s->o * s->oh * s->ow;
@@ -405,7 +408,8 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
     tsr_tensor *inputs[2] = {tdy, tx};
     tsr_tensor *outputs[2] = {tdw, tdb};
     snprintf(label, sizeof(label), "%s bwd-filter", what);
-    run_onednn(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, label);
+    onednn_run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, filter_want,
+                      label);
     char bias_label[96];
     snprintf(bias_label, sizeof(bias_label), "%s dbias", what);
     expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, label, bias_label);
@@ -422,31 +426,37 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
   free(dy);
 }
 
+// The filter gradients of these 3x3 convolutions with one group run on the
+// own direct kernel (ref's conv_filter_direct.c, see
+// test_conv_filter_gradient_with_several_channels_runs_the_direct_kernel);
+// with 4 groups, and 1x1, on oneDNN.
 static void test_conv_3x3_all_directions(void **state) {
   (void)state;
   const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
-  conv_case(&s, TSR_ACTIVATION_RELU, 0, 11, "conv 8x32x28x28 -> 64 3x3 p1");
+  conv_case(&s, TSR_ACTIVATION_RELU, 0, 11, ENGINE_OWN, "conv 8x32x28x28 -> 64 3x3 p1");
+  const conv_shape pointwise = conv_shape_make(8, 32, 14, 14, 64, 1, 1, 0, 0, 1, 1);
+  conv_case(&pointwise, TSR_ACTIVATION_RELU, 0, 16, ENGINE_ONEDNN, "conv 8x32x14x14 -> 64 1x1");
 }
 
 static void test_conv_channels_last(void **state) {
   (void)state;
   const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 1);
-  conv_case(&s, TSR_ACTIVATION_NONE, 1, 12, "conv NHWC 8x32x28x28 -> 64");
+  conv_case(&s, TSR_ACTIVATION_NONE, 1, 12, ENGINE_OWN, "conv NHWC 8x32x28x28 -> 64");
 }
 
 static void test_conv_grouped(void **state) {
   (void)state;
   const conv_shape s = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 1, 1, 1, 4);
-  conv_case(&s, TSR_ACTIVATION_TANH, 0, 13, "conv groups 4");
+  conv_case(&s, TSR_ACTIVATION_TANH, 0, 13, ENGINE_ONEDNN, "conv groups 4");
 }
 
 static void test_conv_dilated_strided(void **state) {
   (void)state;
   const conv_shape dilated = conv_shape_make(8, 32, 28, 28, 64, 3, 1, 2, 2, 2, 1);
-  conv_case(&dilated, TSR_ACTIVATION_NONE, 0, 14, "conv dilation 2 p2");
+  conv_case(&dilated, TSR_ACTIVATION_NONE, 0, 14, ENGINE_OWN, "conv dilation 2 p2");
   // Stride 2 with asymmetric padding (0 before, 1 after): H 28 -> OH 14.
   const conv_shape strided = conv_shape_make(8, 32, 28, 28, 64, 3, 2, 0, 1, 1, 1);
-  conv_case(&strided, TSR_ACTIVATION_GELU, 0, 15, "conv stride 2 pad 0/1");
+  conv_case(&strided, TSR_ACTIVATION_GELU, 0, 15, ENGINE_OWN, "conv stride 2 pad 0/1");
 }
 
 // The filter gradient with one input channel per group runs on the own
@@ -481,6 +491,58 @@ static void test_conv_filter_gradient_with_one_input_channel_runs_the_direct_ker
     onednn_run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, 2, outputs, &attrs, ENGINE_OWN,
                       k == 0 ? "conv 64x1x28x28 -> 32 bwd-filter" : "depthwise bwd-filter");
     expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, "direct bwd-filter", "direct dbias");
+    tsr_tensor_release(tx);
+    tsr_tensor_release(tdy);
+    tsr_tensor_release(tdw);
+    tsr_tensor_release(tdb);
+    free(x);
+    free(dy);
+  }
+}
+
+// The filter gradient with several input channels, one group and a 3x3 or
+// larger kernel runs on the own direct kernel (ref's conv_filter_direct.c),
+// not oneDNN, even with every primitive path enabled: the CNN's second layer
+// (N 64, 32 -> 64, 13x13, 121 positions: not a multiple of 8), odd channel
+// counts that leave partial register tiles (45 rows, 13 output channels),
+// asymmetric padding, a single image, stride and dilation, a 5x5 kernel,
+// with dbias and without, against the float64 loops.
+static void test_conv_filter_gradient_with_several_channels_runs_the_direct_kernel(void **state) {
+  (void)state;
+  const conv_shape shapes[] = {conv_shape_make(64, 32, 13, 13, 64, 3, 1, 0, 0, 1, 1),
+                               conv_shape_make(3, 5, 9, 11, 13, 3, 1, 1, 1, 1, 1),
+                               conv_shape_make(1, 7, 12, 10, 21, 3, 1, 2, 0, 1, 1),
+                               conv_shape_make(4, 6, 19, 17, 10, 3, 2, 1, 2, 2, 1),
+                               conv_shape_make(2, 3, 16, 16, 40, 5, 1, 2, 2, 1, 1)};
+  const int count = (int)(sizeof(shapes) / sizeof(shapes[0]));
+  for (int k = 0; k < 2 * count; ++k) {
+    const conv_shape *s = &shapes[k / 2];
+    const int with_bias = k % 2 == 0;
+    const int64_t xn = s->n * s->c * s->h * s->w, yn = s->n * s->o * s->oh * s->ow;
+    const int64_t wn = s->o * s->c * s->kh * s->kw;
+    const int64_t xs[4] = {s->n, s->c, s->h, s->w}, ys[4] = {s->n, s->o, s->oh, s->ow};
+    const int64_t ws[4] = {s->o, s->c, s->kh, s->kw};
+    ts_rng rng = {41 + (uint64_t)k};
+    double *x = dalloc(xn), *dy = dalloc(yn);
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+    ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, yn);
+    tsr_tensor *tx = tensor_of(4, xs, x), *tdy = tensor_of(4, ys, dy);
+    tsr_tensor *tdw = tensor_empty(4, ws), *tdb = with_bias ? tensor_empty(1, &s->o) : NULL;
+    tsr_conv2d_attrs attrs = s->attrs;
+    attrs.has_bias = (uint32_t)with_bias;
+    tsr_tensor *inputs[2] = {tdy, tx}, *outputs[2] = {tdw, tdb};
+    const char *engine = NULL;
+    assert_int_equal(tsr_op_engine_get(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, with_bias ? 2 : 1,
+                                       outputs, &attrs, &engine),
+                     TSR_OK);
+    assert_string_equal(engine, "own:filter-direct");
+    char label[96];
+    snprintf(label, sizeof(label), "direct bwd-filter %lldx%lldx%lldx%lld -> %lld k%lld%s",
+             (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->o,
+             (long long)s->kh, with_bias ? " dbias" : "");
+    onednn_run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, inputs, with_bias ? 2 : 1, outputs, &attrs,
+                      ENGINE_OWN, label);
+    expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, label, "direct dbias");
     tsr_tensor_release(tx);
     tsr_tensor_release(tdy);
     tsr_tensor_release(tdw);
@@ -794,6 +856,7 @@ int main(void) {
       cmocka_unit_test(test_conv_grouped),
       cmocka_unit_test(test_conv_dilated_strided),
       cmocka_unit_test(test_conv_filter_gradient_with_one_input_channel_runs_the_direct_kernel),
+      cmocka_unit_test(test_conv_filter_gradient_with_several_channels_runs_the_direct_kernel),
       cmocka_unit_test(test_conv_weight_cache_follows_in_place_writes),
       cmocka_unit_test(test_conv_weight_cache_survives_buffer_reuse),
       cmocka_unit_test(test_conv_weight_cache_under_concurrent_executions),

@@ -421,6 +421,46 @@ static void test_conv2d_backward_filter_with_one_input_channel_runs_the_direct_k
   }
 }
 
+// Several input channels and one group (float32, a padded image of at most
+// 256 KiB) take the multi-channel direct kernel (conv_filter_direct.c) in
+// every layout: the CNN's second layer (at 8 images), channel and row counts
+// that leave partial register tiles (45 and 20 rows; 13, 5 and 40 output
+// channels), padding (asymmetric), strides, dilation, a single image, a
+// partial batch of images (3 images of 99 positions: two per step), several
+// position tiles per image (400 positions), 1x1, dw and dbias or dw alone.
+// float64, groups and a larger padded image keep the GEMM.
+static void test_conv2d_backward_filter_with_several_channels_runs_the_direct_kernel(
+    void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      // n  c  h  w  o kh kw  stride  pad_before pad_after dilation groups bias act
+      {8, 32, 13, 13, 64, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 5, 9, 11, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {1, 7, 12, 10, 21, 3, 3, {1, 1}, {2, 0}, {0, 1}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {2, 4, 17, 15, 5, 5, 1, {2, 1}, {1, 2}, {2, 0}, {1, 2}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 3, 6, 6, 40, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {2, 3, 22, 22, 64, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    for (int layout = 0; layout < LAYOUT_COUNT; ++layout) {
+      backward_filter_check(&cases[i], TSR_FLOAT32, layout, 500 + 10 * i + (uint64_t)layout);
+      assert_string_equal(g_filter_engine, "ref:filter-direct");
+    }
+    backward_filter_check(&cases[i], TSR_FLOAT64, LAYOUT_NCHW, 590 + i);
+    assert_string_equal(g_filter_engine, "ref:im2col-gemm");
+  }
+  const conv_case others[] = {
+      // Two groups.
+      {2, 4, 9, 9, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1, TSR_ACTIVATION_NONE},
+      // 80 x 30 x 30 floats padded: beyond 256 KiB.
+      {1, 80, 28, 28, 2, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); ++i) {
+    backward_filter_check(&others[i], TSR_FLOAT32, LAYOUT_NCHW, 600 + i);
+    assert_string_equal(g_filter_engine, "ref:im2col-gemm");
+  }
+}
+
 static void test_conv2d_backward_size_zero_and_one_cases(void **state) {
   (void)state;
   // N = 0: dx empty, dw and dbias zero. C = 0: dx empty, dw empty, dbias
@@ -582,6 +622,13 @@ static void test_conv2d_results_are_bitwise_identical_on_one_and_two_threads(voi
       {3, 32, 20, 20, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, 1, TSR_ACTIVATION_NONE},
       // One input channel: the filter gradient's direct kernel.
       {16, 1, 28, 28, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      // The multi-channel one (float32): the CNN's second layer at 8 images
+      // (output channel chunks), and with 48 and 10 output channels (row
+      // chunks: 3 and 1 blocks of 16 do not divide between two threads),
+      // padding, several position tiles.
+      {8, 32, 13, 13, 64, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {8, 6, 15, 15, 48, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 9, 30, 30, 10, 3, 3, {1, 1}, {1, 0}, {0, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
   };
   const int32_t ops[] = {TSR_OP_CONV2D, TSR_OP_CONV2D_BACKWARD_DATA,
                          TSR_OP_CONV2D_BACKWARD_FILTER};
@@ -740,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_backward_filter_matches_double_loops_with_and_without_dbias),
       cmocka_unit_test(test_conv2d_backward_ops_cut_large_images_into_tiles),
       cmocka_unit_test(test_conv2d_backward_filter_with_one_input_channel_runs_the_direct_kernel),
+      cmocka_unit_test(test_conv2d_backward_filter_with_several_channels_runs_the_direct_kernel),
       cmocka_unit_test(test_conv2d_backward_size_zero_and_one_cases),
       cmocka_unit_test(test_conv2d_backward_ops_match_finite_differences_of_the_forward),
       cmocka_unit_test(test_conv2d_results_are_bitwise_identical_on_one_and_two_threads),
