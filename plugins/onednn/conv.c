@@ -34,6 +34,11 @@
 // The own multi-channel filter-gradient kernel's float64 sums (O x C x KH x
 // KW) beyond which oneDNN's keeps the op (see tsr_onednn_conv_problem_init).
 #define TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES (2.0 * 1024.0 * 1024.0)
+// The own direct forward kernels' domains beyond their fits predicates (see
+// tsr_onednn_conv_problem_init): the one-channel one from this many y
+// elements, the multi-channel one up to this size of one image.
+#define TSR_ONEDNN_CONV_FWD_C1_MIN_Y (256.0 * 1024.0)
+#define TSR_ONEDNN_CONV_FWD_IMAGE_BYTES (64.0 * 1024.0)
 // Timing runs per candidate when autotuning (after one warm-up).
 #define TSR_ONEDNN_CONV_TIMING_RUNS 3
 
@@ -419,6 +424,51 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
           TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES) {
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "conv: the filter gradient runs on the own direct kernel");
+  }
+  // The forward without an activation or with RELU (applied after the bias
+  // by the own kernels, as by ref's, so that a fused RELU gives the bits of
+  // CONV2D then RELU), on the own direct kernels where measured faster
+  // than oneDNN 2.6's jit:avx2 (blocked, with its reorders) on the 2-core
+  // AVX2 machine, two threads, interleaved runs (ms, own vs oneDNN,
+  // medians). Both routes together: cnn_train's step 9.72 vs 9.91 (medians
+  // of 10 interleaved rounds of 20 steps, 7 rounds won).
+  //
+  // - one input channel, one group, up to 3x3, at least 256K y elements
+  //   (ref's conv_fwd_c1.c; it writes y once in NCHW): N 64, 1 -> 32,
+  //   28x28, 3x3 (the CNN's first layer): 0.46-0.49 vs 0.53-0.66 (bench
+  //   conv traces 0.49 vs 0.66); N 64, 1 -> 64, 28x28, pad 1: 0.56-0.59 vs
+  //   1.23-1.39; N 16, 1 -> 8, 64x64, pad 1: 0.16-0.22 vs 0.23-0.25. Left
+  //   to oneDNN: smaller outputs (N 8, 1 -> 16, 32x32: 0.09 vs 0.065), 5x5
+  //   (0.85 vs 0.80) and depthwise groups (not measured).
+  // - several input channels (at least 32), one group, no padding, stride
+  //   and dilation 1, 3x3 or larger, an image of at most
+  //   TSR_ONEDNN_CONV_FWD_IMAGE_BYTES (ref's conv_fwd_direct.c): N 64,
+  //   32 -> 64, 13x13, 3x3 (the CNN's second layer): 2.35-2.43 vs 2.62-2.67
+  //   (bench conv traces 1.83 vs 2.00); 64 -> 64, 11x11: 3.05 vs 3.23-3.43;
+  //   32 -> 128, 13x13: 5.28-5.33 vs 5.32-7.9; N 8, 32 -> 64, 13x13: 0.30
+  //   vs 0.31-0.34. Left to oneDNN: padded inputs (N 8, 32 -> 64, 28x28,
+  //   pad 1: 1.9 vs 1.4), 16 channels (N 32, 16 -> 32, 16x16: 0.52 vs 0.48),
+  //   1x1 (0.65-0.75 vs 0.48-0.57), 3 channels (0.22 vs 0.12).
+  if (pb->kind == TSR_CONV_FWD && pb->groups == 1) {
+    const int64_t taps = w->sizes[2] * w->sizes[3];
+    const double y_elems = (double)y->sizes[0] * (double)y->sizes[1] * (double)y->sizes[2] *
+                           (double)y->sizes[3];
+    const int c1 = tsr_ref_conv_fwd_c1_fits(dtype, x->sizes[1], pb->activation, y->sizes,
+                                            y->strides) &&
+                   taps <= 9 && y_elems >= TSR_ONEDNN_CONV_FWD_C1_MIN_Y;
+    const int unpadded = pad_before[0] == 0 && pad_before[1] == 0 && pad_after[0] == 0 &&
+                         pad_after[1] == 0 && stride[0] == 1 && stride[1] == 1 &&
+                         dilation[0] == 1 && dilation[1] == 1;
+    const int direct = tsr_ref_conv_fwd_direct_fits(dtype, pb->groups, pb->activation,
+                                                    x->sizes[1], x->sizes[2], x->sizes[3],
+                                                    pad_before, pad_after) &&
+                       unpadded && taps >= 9 && x->sizes[1] >= 32 &&
+                       (double)x->sizes[1] * (double)x->sizes[2] * (double)x->sizes[3] * 4.0 <=
+                           TSR_ONEDNN_CONV_FWD_IMAGE_BYTES;
+    if (c1 || direct) {
+      return tsr_onednn_error_set(TSR_UNSUPPORTED,
+                                  "conv: the forward runs on the own direct kernel");
+    }
   }
   memcpy(pb->y_sizes, y->sizes, sizeof(pb->y_sizes));
   memcpy(pb->y_strides, y->strides, sizeof(pb->y_strides));

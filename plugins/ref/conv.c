@@ -45,6 +45,8 @@ static tsr_status tsr_ref_conv_execute(const tsr_plugin_plan *plan, char *const 
   const tsr_ref_conv_plan *cv = &plan->u.conv;
   if (cv->filter_c1) return tsr_ref_conv_filter_c1_execute(cv, ptrs, workspace);
   if (cv->filter_direct) return tsr_ref_conv_filter_direct_execute(cv, ptrs, workspace);
+  if (cv->fwd_direct) return tsr_ref_conv_fwd_direct_execute(cv, ptrs, workspace);
+  if (cv->fwd_c1) return tsr_ref_conv_fwd_c1_execute(cv, ptrs, workspace);
   if (cv->dtype == TSR_FLOAT64) return tsr_ref_conv_f64_execute(cv, ptrs, workspace);
   return tsr_ref_conv_f32_execute(cv, ptrs, workspace);
 }
@@ -253,6 +255,49 @@ static uint64_t tsr_ref_conv_region(uint64_t *total, int *overflow, uint64_t cou
   return offset;
 }
 
+void tsr_ref_conv_x_pad(const tsr_ref_conv_plan *cv, const float *x, float *xp) {
+  const int64_t hp = cv->fd_hp, wp = cv->fd_wp, pt = cv->pad[0], pl = cv->pad[1];
+  const int64_t w_hi = cv->w + pl < wp ? cv->w + pl : wp;  // columns [pl, w_hi) hold x
+  for (int64_t c = 0; c < cv->c; ++c) {
+    for (int64_t r = 0; r < hp; ++r) {
+      float *dst = xp + (c * hp + r) * wp;
+      const int64_t h = r - pt;
+      if (h < 0 || h >= cv->h) {
+        memset(dst, 0, (size_t)wp * sizeof(float));
+        continue;
+      }
+      const float *src = x + c * cv->xs[1] + h * cv->xs[2];
+      int64_t i = 0;
+      for (; i < pl && i < wp; ++i) dst[i] = 0.0f;
+      if (cv->xs[3] == 1) {
+        for (; i < w_hi; ++i) dst[i] = src[i - pl];
+      } else {
+        for (; i < w_hi; ++i) dst[i] = src[(i - pl) * cv->xs[3]];
+      }
+      for (; i < wp; ++i) dst[i] = 0.0f;
+    }
+  }
+}
+
+// Sets |plan|'s workspace: |shared| bytes, then one |slot| of bytes per
+// thread slot, plus 64 bytes of slack so that execution can round an
+// arbitrary workspace offset up; refuses sizes past 2^63 (|overflow| set by
+// the caller's region arithmetic included).
+static tsr_status tsr_ref_conv_workspace_set(const char *op, tsr_plugin_plan *plan,
+                                             uint64_t shared, uint64_t slot, int overflow) {
+  tsr_ref_conv_plan *cv = &plan->u.conv;
+  cv->shared_bytes = shared;
+  cv->slot_bytes = slot;
+  uint64_t total = 0;
+  overflow |= __builtin_mul_overflow(slot, (uint64_t)cv->slots, &total);
+  overflow |= __builtin_add_overflow(total, shared + 64, &total);
+  if (overflow || total > (uint64_t)INT64_MAX) {
+    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s needs a workspace beyond 2^63 bytes", op);
+  }
+  plan->workspace_bytes = total;
+  return TSR_OK;
+}
+
 // Chooses tiles, items and the GEMM, and lays out the workspace.
 static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
@@ -399,17 +444,7 @@ static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan)
       &slot, &overflow, cv->direct ? 0 : (uint64_t)cv->og * (uint64_t)tile, ce);
   cv->acc_offset = tsr_ref_conv_region(
       &slot, &overflow, is_data ? (uint64_t)cv->c_block * (uint64_t)(cv->h * cv->w) : 0, ce);
-  cv->shared_bytes = shared;
-  cv->slot_bytes = slot;
-  uint64_t total = 0;
-  overflow |= __builtin_mul_overflow(slot, (uint64_t)cv->slots, &total);
-  overflow |= __builtin_add_overflow(total, shared + 64, &total);
-  if (overflow || total > (uint64_t)INT64_MAX) {
-    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s needs a workspace beyond 2^63 bytes", op);
-  }
-  // 64 bytes of slack let execution round an arbitrary workspace offset up.
-  plan->workspace_bytes = total;
-  return TSR_OK;
+  return tsr_ref_conv_workspace_set(op, plan, shared, slot, overflow);
 }
 
 // Lays out the direct one-channel filter gradient (conv_filter_c1.c): a
@@ -443,17 +478,7 @@ static tsr_status tsr_ref_conv_c1_layout_set(const char *op, tsr_plugin_plan *pl
   cv->col_offset = tsr_ref_conv_region(&slot, &overflow, (uint64_t)(taps * cv->c1_pitch), 4);
   cv->sums_offset = tsr_ref_conv_region(&slot, &overflow, ob * (uint64_t)(taps * lanes), 8);
   cv->bias_sums_offset = tsr_ref_conv_region(&slot, &overflow, ob * (uint64_t)lanes, 8);
-  cv->shared_bytes = 0;
-  cv->slot_bytes = slot;
-  uint64_t total = 0;
-  overflow |= __builtin_mul_overflow(slot, (uint64_t)cv->slots, &total);
-  overflow |= __builtin_add_overflow(total, 64, &total);
-  if (overflow || total > (uint64_t)INT64_MAX) {
-    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s needs a workspace beyond 2^63 bytes", op);
-  }
-  // 64 bytes of slack let execution round an arbitrary workspace offset up.
-  plan->workspace_bytes = total;
-  return TSR_OK;
+  return tsr_ref_conv_workspace_set(op, plan, 0, slot, overflow);
 }
 
 // Lays out the multi-channel direct filter gradient (conv_filter_direct.c).
@@ -516,17 +541,94 @@ static tsr_status tsr_ref_conv_fd_layout_set(const char *op, tsr_plugin_plan *pl
   cv->fd_bias_offset = tsr_ref_conv_region(&slot, &overflow, oc, 8);
   cv->fd_roff_offset = tsr_ref_conv_region(&slot, &overflow, (uint64_t)cv->fd_r_chunk, 8);
   cv->fd_steps_offset = tsr_ref_conv_region(&slot, &overflow, steps, 8);
-  cv->shared_bytes = 0;
-  cv->slot_bytes = slot;
-  uint64_t total = 0;
-  overflow |= __builtin_mul_overflow(slot, (uint64_t)cv->slots, &total);
-  overflow |= __builtin_add_overflow(total, 64, &total);
-  if (overflow || total > (uint64_t)INT64_MAX) {
-    return tsr_ref_error_set(TSR_UNSUPPORTED, "ref: %s needs a workspace beyond 2^63 bytes", op);
+  return tsr_ref_conv_workspace_set(op, plan, 0, slot, overflow);
+}
+
+// Lays out the direct forward (conv_fwd_direct.c). Items own output channel
+// chunks when the register tiles' channel blocks divide among the threads
+// (each reads every image), else chunks of images (each transposes all the
+// weights), and chunks of positions when there are fewer images than
+// threads.
+static tsr_status tsr_ref_conv_fw_layout_set(const char *op, tsr_plugin_plan *plan) {
+  tsr_ref_conv_plan *cv = &plan->u.conv;
+  const int64_t cols = TSR_REF_CONV_FW_COLS;
+  const int32_t threads = tsr_ref_thread_count_get();
+  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)cv->k;
+  cv->fwd_direct = 1;
+  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
+  cv->slots = cv->parallel ? threads : 1;
+  cv->tile_cols = cv->cols;
+  cv->tiles = 1;
+  // The part of the padded image the windows read.
+  cv->fd_hp = (cv->oh - 1) * cv->stride[0] + (cv->kh - 1) * cv->dilation[0] + 1;
+  cv->fd_wp = (cv->ow - 1) * cv->stride[1] + (cv->kw - 1) * cv->dilation[1] + 1;
+  cv->fd_copy_x = cv->pad[0] > 0 || cv->pad[1] > 0 || cv->fd_hp > cv->h || cv->fd_wp > cv->w;
+  if (cv->fd_copy_x) {
+    cv->fd_xc = cv->fd_hp * cv->fd_wp;
+    cv->fd_xh = cv->fd_wp;
+    cv->fd_xw = 1;
+  } else {
+    cv->fd_xc = cv->xs[1];
+    cv->fd_xh = cv->xs[2];
+    cv->fd_xw = cv->xs[3];
   }
-  // 64 bytes of slack let execution round an arbitrary workspace offset up.
-  plan->workspace_bytes = total;
-  return TSR_OK;
+  const int64_t o_blocks = div_up(max64(cv->o, 1), cols);
+  int64_t o_chunks = 1, n_chunks = 1, p_chunks = 1;
+  if (cv->parallel) {
+    if (o_blocks % threads == 0) {
+      o_chunks = threads;
+    } else if (cv->n >= threads) {
+      n_chunks = threads;
+    } else {
+      n_chunks = max64(cv->n, 1);
+      p_chunks = div_up(threads, n_chunks);
+    }
+  }
+  cv->fw_p_chunk = min64(round_up(div_up(max64(cv->cols, 1), p_chunks), TSR_REF_CONV_FW_POSITIONS),
+                         max64(cv->cols, 1));
+  cv->fw_p_chunks = div_up(max64(cv->cols, 1), cv->fw_p_chunk);
+  cv->fd_o_chunk = div_up(o_blocks, o_chunks) * cols;
+  cv->fd_o_chunks = div_up(max64(cv->o, 1), cv->fd_o_chunk);
+  cv->fw_n_chunk = max64(div_up(cv->n, n_chunks), 1);
+  cv->fw_n_chunks = div_up(max64(cv->n, 1), cv->fw_n_chunk);
+  cv->items = cv->fd_o_chunks * cv->fw_n_chunks * cv->fw_p_chunks;
+  cv->grain = 1;
+  int overflow = 0;
+  uint64_t slot = 0;
+  cv->fd_x_offset = tsr_ref_conv_region(
+      &slot, &overflow, cv->fd_copy_x ? (uint64_t)cv->c * (uint64_t)cv->fd_xc : 0, 4);
+  cv->fw_wt_offset =
+      tsr_ref_conv_region(&slot, &overflow, (uint64_t)cv->k * (uint64_t)cv->fd_o_chunk, 4);
+  cv->fd_roff_offset = tsr_ref_conv_region(&slot, &overflow, (uint64_t)cv->k, 8);
+  cv->fd_steps_offset = tsr_ref_conv_region(&slot, &overflow, (uint64_t)cv->cols, 8);
+  return tsr_ref_conv_workspace_set(op, plan, 0, slot, overflow);
+}
+
+// Lays out the one-channel direct forward (conv_fwd_c1.c): a position
+// tile's im2col rows stay within TSR_REF_CONV_C1_TILE_BYTES (the CNN's first
+// layer: a whole 26x26 plane), items are (image, group) pairs.
+static tsr_status tsr_ref_conv_fc_layout_set(const char *op, tsr_plugin_plan *plan) {
+  tsr_ref_conv_plan *cv = &plan->u.conv;
+  const int64_t vec = 16, taps = cv->kh * cv->kw;
+  const int32_t threads = tsr_ref_thread_count_get();
+  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)taps;
+  cv->fwd_c1 = 1;
+  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
+  cv->slots = cv->parallel ? threads : 1;
+  int64_t tile =
+      max64(vec, (int64_t)(TSR_REF_CONV_C1_TILE_BYTES / (uint64_t)(taps * 4)) / vec * vec);
+  if (cv->cols > tile) tile = round_up(div_up(cv->cols, div_up(cv->cols, tile)), vec);
+  cv->tile_cols = max64(min64(tile, cv->cols), 1);
+  cv->tiles = div_up(cv->cols, cv->tile_cols);
+  cv->c1_pitch = round_up(cv->tile_cols, vec);
+  cv->items = cv->n * cv->groups;
+  cv->grain = 1;
+  int overflow = 0;
+  uint64_t slot = 0;
+  cv->col_offset = tsr_ref_conv_region(&slot, &overflow, (uint64_t)(taps * cv->c1_pitch), 4);
+  cv->fw_wt_offset =
+      tsr_ref_conv_region(&slot, &overflow, (uint64_t)(round_up(max64(cv->og, 1), 4) * taps), 4);
+  return tsr_ref_conv_workspace_set(op, plan, 0, slot, overflow);
 }
 
 // The checks and decisions all three ops share once their operands are
@@ -565,14 +667,27 @@ static tsr_status tsr_ref_conv_plan_finish(const tsr_op_signature *signature,
                      signature->op == TSR_OP_CONV2D_BACKWARD_FILTER &&
                      tsr_ref_conv_filter_direct_fits(cv->dtype, cv->groups, cv->c, cv->h, cv->w,
                                                      attrs->pad_before, attrs->pad_after);
+  const int fwd_c1 = status == TSR_OK && signature->op == TSR_OP_CONV2D &&
+                     tsr_ref_conv_fwd_c1_fits(cv->dtype, cv->cg, cv->activation,
+                                              plan->operands[y_index].sizes, cv->ys);
+  const int fwd = status == TSR_OK && !fwd_c1 && signature->op == TSR_OP_CONV2D &&
+                  tsr_ref_conv_fwd_direct_fits(cv->dtype, cv->groups, cv->activation, cv->c,
+                                               cv->h, cv->w, attrs->pad_before,
+                                               attrs->pad_after);
   if (status == TSR_OK) {
     status = c1       ? tsr_ref_conv_c1_layout_set(op, plan)
              : direct ? tsr_ref_conv_fd_layout_set(op, plan)
+             : fwd_c1 ? tsr_ref_conv_fc_layout_set(op, plan)
+             : fwd    ? tsr_ref_conv_fw_layout_set(op, plan)
                       : tsr_ref_conv_layout_set(op, plan);
   }
   if (status != TSR_OK) return status;
   plan->execute = tsr_ref_conv_execute;
-  plan->engine = c1 ? "ref:filter-c1-direct" : direct ? "ref:filter-direct" : "ref:im2col-gemm";
+  plan->engine = c1       ? "ref:filter-c1-direct"
+                 : direct ? "ref:filter-direct"
+                 : fwd_c1 ? "ref:conv-c1-direct"
+                 : fwd    ? "ref:conv-direct"
+                          : "ref:im2col-gemm";
   return TSR_OK;
 }
 

@@ -12,7 +12,10 @@
 // The filter gradient with one input channel per group (float32, small
 // kernels) has a direct kernel instead (conv_filter_c1.c, declared below),
 // and so has the float32 one with several channels and one group
-// (conv_filter_direct.c).
+// (conv_filter_direct.c). So has the float32 forward without an activation
+// or with RELU:
+// with one input channel per group (conv_fwd_c1.c), and with one group
+// (conv_fwd_direct.c).
 //
 // Threads never share an output element, and every sum runs in an order fixed
 // by the shape alone (the GEMM's depth panels, the position tiles, fixed batch
@@ -25,6 +28,7 @@
 
 #include "matmul.h"
 #include "tessera/abi.h"
+#include "tessera/ops.h"
 
 typedef struct tsr_ref_conv_plan {
   int32_t op;               // TSR_OP_CONV2D*
@@ -91,6 +95,26 @@ typedef struct tsr_ref_conv_plan {
   uint64_t fd_x_offset, fd_dyt_offset, fd_sums_offset, fd_bias_offset;
   int64_t fd_batch;               // images per step of the float32 sums
   uint64_t fd_roff_offset, fd_steps_offset;
+  // The one-channel forward's direct kernel (conv_fwd_c1.c) instead of the
+  // GEMM: items are (image, group) pairs, positions go in tiles of
+  // tile_cols, and a slot holds the tile's KH * KW im2col rows of pitch
+  // c1_pitch (tile_cols rounded up to 16) at col_offset, then the group's
+  // weights [og rounded up to 4][KH * KW] at fw_wt_offset.
+  int32_t fwd_c1;
+  // The forward's direct kernel (conv_fwd_direct.c) instead of the GEMM:
+  // items are (chunk of fd_o_chunk output channels, chunk of fw_n_chunk
+  // images, chunk of fw_p_chunk output positions). It shares the
+  // filter-direct fields above for the image it reads (fd_copy_x, fd_hp,
+  // fd_wp, fd_xc, fd_xh, fd_xw) and its output channel chunks (fd_o_chunk,
+  // a multiple of TSR_REF_CONV_FW_COLS, fd_o_chunks); a slot holds the
+  // padded copy of one image (when padded) at fd_x_offset, the rows'
+  // offsets in a window [K] at fd_roff_offset, the windows' offsets in the
+  // image [OH * OW] at fd_steps_offset and the chunk's weights transposed
+  // [K][fd_o_chunk] at fw_wt_offset.
+  int32_t fwd_direct;
+  int64_t fw_n_chunk, fw_n_chunks;
+  int64_t fw_p_chunk, fw_p_chunks;  // fw_p_chunk: a multiple of TSR_REF_CONV_FW_POSITIONS
+  uint64_t fw_wt_offset;
 } tsr_ref_conv_plan;
 
 // Runs |cv| on operands whose first elements are at ptrs[] (inputs, then
@@ -163,6 +187,66 @@ static inline int tsr_ref_conv_filter_direct_fits(tsr_dtype_t dtype, int64_t gro
 // Runs a plan with filter_direct set, as tsr_ref_conv_f32_execute does.
 tsr_status tsr_ref_conv_filter_direct_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
                                               char *workspace);
+
+// The direct forward kernel (conv_fwd_direct.c): yT [OH * OW][O] per image
+// as a GEMM over K = C * KH * KW, with register tiles of POSITIONS output
+// positions, whose x values are broadcast, by COLS output channels of the
+// weights transposed. im2col + GEMM writes and re-reads the im2col matrix
+// (KH * KW times x) for every image instead.
+#define TSR_REF_CONV_FW_POSITIONS 6
+#define TSR_REF_CONV_FW_COLS 16
+
+// Whether the direct kernel covers CONV2D with operands of |dtype|, |groups|
+// groups, |activation|, |c| input channels of |h| x |w| and padding
+// |pad_before| + |pad_after| (two each): float32, one group, no activation
+// or RELU (the fused one must give the bits of CONV2D then RELU), at least
+// one channel, and one padded image of at most
+// TSR_REF_CONV_FD_MAX_IMAGE_BYTES (the kernel reads it at scattered offsets,
+// from L2). Any kernel size, stride, dilation, bias or not, and layout of
+// every operand. Thread-safe.
+static inline int tsr_ref_conv_fwd_direct_fits(tsr_dtype_t dtype, int64_t groups,
+                                               int32_t activation, int64_t c, int64_t h,
+                                               int64_t w, const int64_t *pad_before,
+                                               const int64_t *pad_after) {
+  if (dtype != TSR_FLOAT32 || groups != 1 || c < 1) return 0;
+  if (activation != TSR_ACTIVATION_NONE && activation != TSR_ACTIVATION_RELU) return 0;
+  const double hp = (double)h + (double)pad_before[0] + (double)pad_after[0];
+  const double wp = (double)w + (double)pad_before[1] + (double)pad_after[1];
+  return (double)c * hp * wp * 4.0 <= (double)TSR_REF_CONV_FD_MAX_IMAGE_BYTES;
+}
+
+// The direct forward kernel for one input channel per group
+// (conv_fwd_c1.c): each output plane is KH * KW FMAs per position over the
+// tile's im2col rows, vectorised over positions and stored straight into
+// y's rows. The generic kernels write y through a transposition or a
+// blocked layout, the one cost of a layer this shallow.
+//
+// Whether it covers CONV2D with operands of |dtype|, |cg| input channels
+// per group, |activation| and y of |y_sizes| (N, O, OH, OW) and |y_strides|:
+// float32, one input channel per group, no activation or RELU, and each y plane's
+// OH * OW positions contiguous (the kernel stores them as vectors). Any
+// kernel size, stride, padding, dilation, group count, bias or not, and x,
+// w and bias layout. Thread-safe.
+static inline int tsr_ref_conv_fwd_c1_fits(tsr_dtype_t dtype, int64_t cg, int32_t activation,
+                                           const int64_t *y_sizes, const int64_t *y_strides) {
+  const int64_t oh = y_sizes[2], ow = y_sizes[3];
+  return dtype == TSR_FLOAT32 && cg == 1 &&
+         (activation == TSR_ACTIVATION_NONE || activation == TSR_ACTIVATION_RELU) &&
+         (ow == 1 || y_strides[3] == 1) && (oh == 1 || y_strides[2] == ow);
+}
+
+// Runs a plan with fwd_c1 set, as tsr_ref_conv_f32_execute does.
+tsr_status tsr_ref_conv_fwd_c1_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
+                                       char *workspace);
+
+// Runs a plan with fwd_direct set, as tsr_ref_conv_f32_execute does.
+tsr_status tsr_ref_conv_fwd_direct_execute(const tsr_ref_conv_plan *cv, char *const *ptrs,
+                                           char *workspace);
+
+// Copies one image of x, at |x| (strides cv->xs), into the zero-padded
+// [C][fd_hp][fd_wp] float32 copy at |xp|: the direct kernels' input when
+// the plan pads. Thread-safe.
+void tsr_ref_conv_x_pad(const tsr_ref_conv_plan *cv, const float *x, float *xp);
 
 // Floor and ceiling of a / b for b > 0 and any sign of a.
 static inline int64_t tsr_ref_conv_div_floor(int64_t a, int64_t b) {

@@ -166,31 +166,6 @@ static const fd_tile_fn fd_tiles[2][ROWS] = {
     {fd_tile_1_1, fd_tile_2_1, fd_tile_3_1, fd_tile_4_1, fd_tile_5_1, fd_tile_6_1},
     {fd_tile_1_2, fd_tile_2_2, fd_tile_3_2, fd_tile_4_2, fd_tile_5_2, fd_tile_6_2}};
 
-// Copies one image of x, at |x|, into a zero-padded [C][fd_hp][fd_wp] copy.
-static void fd_x_pad(const tsr_ref_conv_plan *cv, const float *x, float *xp) {
-  const int64_t hp = cv->fd_hp, wp = cv->fd_wp, pt = cv->pad[0], pl = cv->pad[1];
-  const int64_t w_hi = cv->w + pl < wp ? cv->w + pl : wp;  // columns [pl, w_hi) hold x
-  for (int64_t c = 0; c < cv->c; ++c) {
-    for (int64_t r = 0; r < hp; ++r) {
-      float *dst = xp + (c * hp + r) * wp;
-      const int64_t h = r - pt;
-      if (h < 0 || h >= cv->h) {
-        memset(dst, 0, (size_t)wp * sizeof(float));
-        continue;
-      }
-      const float *src = x + c * cv->xs[1] + h * cv->xs[2];
-      int64_t i = 0;
-      for (; i < pl && i < wp; ++i) dst[i] = 0.0f;
-      if (cv->xs[3] == 1) {
-        for (; i < w_hi; ++i) dst[i] = src[i - pl];
-      } else {
-        for (; i < w_hi; ++i) dst[i] = src[(i - pl) * cv->xs[3]];
-      }
-      for (; i < wp; ++i) dst[i] = 0.0f;
-    }
-  }
-}
-
 // Transposes output channels [o0, o0 + on) of dy's image |dy| (already at
 // image n), positions [j0, j0 + nc), into dyT [nc][pitch]; columns on..pitch
 // are zeros, so the last register tile adds exact zeros there. dy is read
@@ -282,7 +257,9 @@ static void fd_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_i
       const int64_t nb = cv->n - n0 < cv->fd_batch ? cv->n - n0 : cv->fd_batch;
       const float *img = x + n0 * cv->xs[0];
       if (cv->fd_copy_x) {
-        for (int64_t b = 0; b < nb; ++b) fd_x_pad(cv, img + b * cv->xs[0], xp + b * image_stride);
+        for (int64_t b = 0; b < nb; ++b) {
+          tsr_ref_conv_x_pad(cv, img + b * cv->xs[0], xp + b * image_stride);
+        }
         img = xp;
       }
       for (int64_t t = 0; t < cv->tiles; ++t) {

@@ -552,6 +552,162 @@ static void test_conv_filter_gradient_with_several_channels_runs_the_direct_kern
   }
 }
 
+// Runs CONV2D for |s| (with bias when |with_bias|, then |act|) on |device|, checking its
+// engine is |engine| (exactly, NULL: any oneDNN primitive), and writes y to
+// |got| (N * O * OH * OW values).
+static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bias,
+                            tsr_activation_t act, uint64_t seed, const char *engine_want,
+                            const char *what, double *got) {
+  const int64_t xn = s->n * s->c * s->h * s->w;
+  const int64_t wn = s->o * (s->c / s->attrs.groups) * s->kh * s->kw;
+  const int64_t yn = s->n * s->o * s->oh * s->ow;
+  const int64_t xs[4] = {s->n, s->c, s->h, s->w};
+  const int64_t ws[4] = {s->o, s->c / s->attrs.groups, s->kh, s->kw};
+  const int64_t ys[4] = {s->n, s->o, s->oh, s->ow};
+  ts_rng rng = {seed};
+  double *x = dalloc(xn), *w = dalloc(wn), *bias = dalloc(s->o);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, wn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bias, s->o);
+  tsr_tensor *tx = ts_tensor(device, TSR_FLOAT32, 4, xs, x);
+  tsr_tensor *tw = ts_tensor(device, TSR_FLOAT32, 4, ws, w);
+  tsr_tensor *tb = ts_tensor(device, TSR_FLOAT32, 1, &s->o, bias);
+  tsr_tensor *ty = tsr_tensor_empty(device, TSR_FLOAT32, 4, ys);
+  TS_ASSERT_TENSOR(tx);
+  TS_ASSERT_TENSOR(tw);
+  TS_ASSERT_TENSOR(tb);
+  TS_ASSERT_TENSOR(ty);
+  tsr_conv2d_attrs attrs = s->attrs;
+  attrs.has_bias = (uint32_t)with_bias;
+  attrs.activation = act;
+  tsr_tensor *inputs[3] = {tx, tw, tb};
+  const int32_t ni = with_bias ? 3 : 2;
+  const char *engine = NULL;
+  assert_int_equal(tsr_op_engine_get(TSR_OP_CONV2D, ni, inputs, 1, &ty, &attrs, &engine),
+                   TSR_OK);
+  print_message("  %-44s engine=%s\n", what, engine);
+  if (engine_want != NULL) {
+    assert_string_equal(engine, engine_want);
+  } else if (strncmp(engine, "onednn:", 7) != 0) {
+    fail_msg("%s ran on %s, expected a oneDNN primitive", what, engine);
+  }
+  assert_int_equal(tsr_op_run(TSR_OP_CONV2D, ni, inputs, 1, &ty, &attrs), TSR_OK);
+  assert_int_equal(ts_read(ty, got, yn), yn);
+  double *want = dalloc(yn), *mag = dalloc(yn);
+  conv_ref r = {x, w, NULL, want, mag};
+  conv_for_each(s, conv_fwd_visit, &r);
+  for (int64_t i = 0; i < yn; ++i) {
+    const int64_t o = (i / (s->oh * s->ow)) % s->o;
+    if (with_bias) {
+      want[i] += bias[o];
+      mag[i] += fabs(bias[o]);
+    }
+    want[i] = act_apply(act, want[i]);
+  }
+  expect_close(what, got, want, mag, yn, 1e-5);
+  tsr_tensor_release(tx);
+  tsr_tensor_release(tw);
+  tsr_tensor_release(tb);
+  tsr_tensor_release(ty);
+  free(x);
+  free(w);
+  free(bias);
+  free(want);
+  free(mag);
+}
+
+// The forward without an activation runs on the own direct kernels where
+// they were measured faster than oneDNN (tsr_onednn_conv_problem_init): one
+// input channel with at least 256K y elements on ref's conv_fwd_c1.c (the
+// CNN's first layer, 676 positions: not a multiple of the 16-position
+// register tile; 28x28 with padding; 13 output channels, a partial
+// 4-channel tile), several channels unpadded on ref's conv_fwd_direct.c
+// (the CNN's second layer, 121 positions: not a multiple of the 6-position
+// tile; 40 and 13 output channels, partial 16-channel tiles; a single image;
+// 48 channels at 11x11, 5x5), with bias and without, RELU, against the
+// float64 loops. Padding, 16 channels, 1x1, a small one-channel output,
+// another activation and groups stay on oneDNN.
+static void test_conv_forward_runs_the_direct_kernels_where_faster(void **state) {
+  (void)state;
+  typedef struct {
+    conv_shape s;
+    const char *engine;  // NULL: a oneDNN primitive
+  } routed;
+  const routed cases[] = {
+      {conv_shape_make(64, 1, 28, 28, 32, 3, 1, 0, 0, 1, 1), "own:conv-c1-direct"},
+      {conv_shape_make(64, 1, 28, 28, 13, 3, 1, 1, 1, 1, 1), "own:conv-c1-direct"},
+      {conv_shape_make(16, 1, 64, 64, 8, 2, 1, 0, 1, 1, 1), "own:conv-c1-direct"},
+      {conv_shape_make(64, 32, 13, 13, 64, 3, 1, 0, 0, 1, 1), "own:conv-direct"},
+      {conv_shape_make(5, 32, 13, 13, 40, 3, 1, 0, 0, 1, 1), "own:conv-direct"},
+      {conv_shape_make(1, 33, 12, 12, 13, 3, 1, 0, 0, 1, 1), "own:conv-direct"},
+      {conv_shape_make(4, 48, 11, 11, 24, 5, 1, 0, 0, 1, 1), "own:conv-direct"},
+      {conv_shape_make(8, 32, 13, 13, 64, 3, 1, 1, 1, 1, 1), NULL},
+      {conv_shape_make(8, 16, 13, 13, 64, 3, 1, 0, 0, 1, 1), NULL},
+      {conv_shape_make(8, 32, 13, 13, 64, 1, 1, 0, 0, 1, 1), NULL},
+      {conv_shape_make(8, 1, 32, 32, 16, 3, 1, 1, 1, 1, 1), NULL},
+      {conv_shape_make(8, 32, 13, 13, 64, 3, 1, 0, 0, 1, 2), NULL},
+  };
+  const int count = (int)(sizeof(cases) / sizeof(cases[0]));
+  for (int k = 0; k < 3 * count; ++k) {
+    const routed *c = &cases[k / 3];
+    const int with_bias = k % 3 != 1;
+    const tsr_activation_t act = k % 3 == 2 ? TSR_ACTIVATION_RELU : TSR_ACTIVATION_NONE;
+    const conv_shape *s = &c->s;
+    const int64_t yn = s->n * s->o * s->oh * s->ow;
+    char label[128];
+    snprintf(label, sizeof(label), "fwd %lldx%lldx%lldx%lld -> %lld k%lld g%lld%s%s",
+             (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w,
+             (long long)s->o, (long long)s->kh, (long long)s->attrs.groups,
+             with_bias ? " bias" : "", act == TSR_ACTIVATION_RELU ? " relu" : "");
+    double *got = dalloc(yn);
+    conv_forward_on(g_device, s, with_bias, act, 61 + (uint64_t)k, c->engine, label, got);
+    free(got);
+  }
+  // With another activation, the CNN's layers stay on oneDNN.
+  const conv_shape s = conv_shape_make(8, 32, 13, 13, 64, 3, 1, 0, 0, 1, 1);
+  conv_case(&s, TSR_ACTIVATION_TANH, 0, 17, ENGINE_OWN, "conv 8x32x13x13 -> 64 tanh");
+}
+
+// The direct forward kernels give the same bits on one thread and on two:
+// each output element is summed by one thread in a fixed order. Runs on
+// contexts of its own (the group's is put back afterwards).
+static void test_conv_direct_forwards_match_bitwise_on_one_and_two_threads(
+    void **state) {
+  (void)state;
+  const conv_shape shapes[] = {conv_shape_make(64, 1, 28, 28, 32, 3, 1, 0, 0, 1, 1),
+                               conv_shape_make(64, 32, 13, 13, 64, 3, 1, 0, 0, 1, 1),
+                               conv_shape_make(5, 32, 13, 13, 40, 3, 1, 0, 0, 1, 1)};
+  const char *engines[] = {"own:conv-c1-direct", "own:conv-direct", "own:conv-direct"};
+  tsr_context_destroy(g_context);
+  g_context = NULL;
+  g_device = NULL;
+  for (int k = 0; k < 3; ++k) {
+    const conv_shape *s = &shapes[k];
+    const int64_t yn = s->n * s->o * s->oh * s->ow;
+    double *got[2] = {dalloc(yn), dalloc(yn)};
+    for (int t = 0; t < 2; ++t) {
+      tsr_context_options options;
+      tsr_context_options_init(&options);
+      options.plugin_path = TSR_TEST_ONEDNN_PATH;
+      options.device = "onednn:0";
+      options.flags = TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
+      options.fallback = TSR_FALLBACK_DENY;
+      options.num_threads = t + 1;
+      tsr_context *context = NULL;
+      assert_int_equal(tsr_context_create(&options, &context), TSR_OK);
+      assert_int_equal(tsr_context_thread_count(context), t + 1);
+      conv_forward_on(tsr_context_default_device(context), s, 1, TSR_ACTIVATION_NONE,
+                      71 + (uint64_t)k, engines[k],
+                      t == 0 ? "fwd on 1 thread" : "fwd on 2 threads", got[t]);
+      tsr_context_destroy(context);
+    }
+    assert_memory_equal(got[0], got[1], (size_t)yn * sizeof(double));
+    free(got[0]);
+    free(got[1]);
+  }
+  assert_int_equal(group_setup(NULL), 0);
+}
+
 // The plugin keeps the weights' blocked copy between calls, keyed by the
 // buffer's storage version: writing the weights in place must be seen.
 static void test_conv_weight_cache_follows_in_place_writes(void **state) {
@@ -857,10 +1013,13 @@ int main(void) {
       cmocka_unit_test(test_conv_dilated_strided),
       cmocka_unit_test(test_conv_filter_gradient_with_one_input_channel_runs_the_direct_kernel),
       cmocka_unit_test(test_conv_filter_gradient_with_several_channels_runs_the_direct_kernel),
+      cmocka_unit_test(test_conv_forward_runs_the_direct_kernels_where_faster),
       cmocka_unit_test(test_conv_weight_cache_follows_in_place_writes),
       cmocka_unit_test(test_conv_weight_cache_survives_buffer_reuse),
       cmocka_unit_test(test_conv_weight_cache_under_concurrent_executions),
       cmocka_unit_test(test_relu_epilogues_keep_nan),
+      // Last: it replaces the group's context.
+      cmocka_unit_test(test_conv_direct_forwards_match_bitwise_on_one_and_two_threads),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -128,6 +128,32 @@ static int64_t tap(const conv_case *cc, int d, int64_t p, int64_t k) {
 // ---------------------------------------------------------------------------
 // Forward.
 
+// The engine the forward of |cc| in |dtype| with output |y| should take:
+// float32 without an activation or with RELU takes a direct kernel, conv_fwd_c1.c with
+// one input channel per group and y's planes contiguous, else
+// conv_fwd_direct.c with one group, at least one channel and a padded image
+// of at most 256 KiB; everything else the GEMM.
+static const char *forward_engine_expected(const conv_case *cc, tsr_dtype_t dtype,
+                                           const tt_tensor *y) {
+  const int64_t hp = cc->h + cc->pad_before[0] + cc->pad_after[0];
+  const int64_t wp = cc->w + cc->pad_before[1] + cc->pad_after[1];
+  const int64_t oh = y->desc.sizes[2], ow = y->desc.sizes[3];
+  if (dtype != TSR_FLOAT32 || (cc->act != TSR_ACTIVATION_NONE && cc->act != TSR_ACTIVATION_RELU)) {
+    return "ref:im2col-gemm";
+  }
+  if (cc->c == cc->groups && (ow == 1 || y->desc.strides[3] == 1) &&
+      (oh == 1 || y->desc.strides[2] == ow)) {
+    return "ref:conv-c1-direct";
+  }
+  if (cc->groups == 1 && cc->c >= 1 && cc->c * hp * wp * 4 <= 256 * 1024) {
+    return "ref:conv-direct";
+  }
+  return "ref:im2col-gemm";
+}
+
+// The engine of the last forward_check's plan.
+static const char *g_forward_engine;
+
 static void forward_check(const conv_case *cc, tsr_dtype_t dtype, int layout, uint64_t seed) {
   const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
   const int64_t og = cc->o / cc->groups;
@@ -147,7 +173,8 @@ static void forward_check(const conv_case *cc, tsr_dtype_t dtype, int layout, ui
   const char *engine = NULL;
   assert_int_equal(tt_run(TSR_OP_CONV2D, &attrs, in, cc->has_bias ? 3 : 2, out, 1, &engine),
                    TSR_OK);
-  assert_string_equal(engine, "ref:im2col-gemm");
+  assert_string_equal(engine, forward_engine_expected(cc, dtype, &y));
+  g_forward_engine = engine;
   if (tt_numel(&y) > 0) {
     int64_t idx[4] = {0};
     do {
@@ -218,6 +245,94 @@ static void test_conv2d_cuts_large_images_into_tiles(void **state) {
   forward_check(&big, TSR_FLOAT32, LAYOUT_NCHW, 1);
   forward_check(&big, TSR_FLOAT64, LAYOUT_GAPPED, 2);
   forward_check(&big, TSR_BFLOAT16, LAYOUT_NHWC, 3);
+}
+
+// float32 with one group, several input channels and no activation (or
+// RELU) takes
+// the direct forward kernel (conv_fwd_direct.c) in every layout: the CNN's
+// second layer (N 64, 32 -> 64, 13x13; 121 positions, not a multiple of the
+// 6-position tile), one input channel in layouts whose y planes are not
+// contiguous (NHWC, gapped), odd channel counts that leave partial register tiles
+// (5, 13, 21 and 40 output channels), a single image, padding (asymmetric),
+// strides, dilation, 1x1, with bias and without, RELU. Another
+// activation, groups, float64 and a larger padded image keep the GEMM.
+static void test_conv2d_with_one_group_runs_the_direct_forward_kernel(void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      // n  c  h  w  o kh kw  stride  pad_before pad_after dilation groups bias act
+      {64, 32, 13, 13, 64, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 5, 9, 11, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {1, 7, 12, 10, 21, 3, 3, {1, 1}, {2, 0}, {0, 1}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {2, 4, 17, 15, 5, 5, 1, {2, 1}, {1, 2}, {2, 0}, {1, 2}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 3, 6, 6, 40, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {1, 2, 5, 7, 3, 2, 2, {3, 2}, {0, 1}, {1, 0}, {2, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    for (int layout = 0; layout < LAYOUT_COUNT; ++layout) {
+      forward_check(&cases[i], TSR_FLOAT32, layout, 700 + 10 * i + (uint64_t)layout);
+      assert_string_equal(g_forward_engine, "ref:conv-direct");
+    }
+    if (i == 0) {
+      // One input channel, y not plane-contiguous.
+      const conv_case c1 = {4, 1, 28, 28, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1,
+                            TSR_ACTIVATION_NONE};
+      forward_check(&c1, TSR_FLOAT32, LAYOUT_NHWC, 780);
+      assert_string_equal(g_forward_engine, "ref:conv-direct");
+      forward_check(&c1, TSR_FLOAT32, LAYOUT_GAPPED, 781);
+      assert_string_equal(g_forward_engine, "ref:conv-direct");
+    }
+    forward_check(&cases[i], TSR_FLOAT64, LAYOUT_NCHW, 790 + i);
+    assert_string_equal(g_forward_engine, "ref:im2col-gemm");
+  }
+  // RELU too, after the bias.
+  const conv_case relu = {3, 5, 9, 11, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1,
+                          TSR_ACTIVATION_RELU};
+  forward_check(&relu, TSR_FLOAT32, LAYOUT_NCHW, 799);
+  assert_string_equal(g_forward_engine, "ref:conv-direct");
+  const conv_case others[] = {
+      {2, 4, 9, 9, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_GELU},
+      {2, 4, 9, 9, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1, TSR_ACTIVATION_NONE},
+      // 80 x 30 x 30 floats padded: beyond 256 KiB.
+      {1, 80, 28, 28, 2, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); ++i) {
+    forward_check(&others[i], TSR_FLOAT32, LAYOUT_NCHW, 800 + i);
+    assert_string_equal(g_forward_engine, "ref:im2col-gemm");
+  }
+}
+
+// float32 with one input channel per group, no activation or RELU, and y's planes
+// contiguous takes the one-channel direct forward kernel (conv_fwd_c1.c):
+// the CNN's first layer (N 64, 1 -> 32, 28x28: 676 positions, not a
+// multiple of the 16-position register tile), output channel counts that
+// leave partial 4-channel tiles (5, 7, 2 per group), depthwise groups,
+// padding (asymmetric), strides, dilation, a plane of several position
+// tiles (98x98), a single image, with bias and without, RELU. float64,
+// another activation, and NHWC or gapped y keep other kernels.
+static void test_conv2d_with_one_input_channel_runs_the_c1_forward_kernel(void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      // n  c  h  w  o kh kw  stride  pad_before pad_after dilation groups bias act
+      {64, 1, 28, 28, 32, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {3, 1, 9, 11, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+      {2, 4, 17, 15, 8, 3, 3, {2, 1}, {1, 2}, {2, 0}, {1, 2}, 4, 1, TSR_ACTIVATION_NONE},
+      {1, 3, 12, 19, 21, 5, 2, {1, 3}, {2, 0}, {0, 1}, {2, 1}, 3, 1, TSR_ACTIVATION_NONE},
+      {1, 1, 100, 100, 7, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 1, 6, 6, 3, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 0, TSR_ACTIVATION_NONE},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    forward_check(&cases[i], TSR_FLOAT32, LAYOUT_NCHW, 900 + i);
+    assert_string_equal(g_forward_engine, "ref:conv-c1-direct");
+    forward_check(&cases[i], TSR_FLOAT64, LAYOUT_NCHW, 920 + i);
+    assert_string_equal(g_forward_engine, "ref:im2col-gemm");
+    conv_case act = cases[i];
+    act.act = TSR_ACTIVATION_RELU;
+    forward_check(&act, TSR_FLOAT32, LAYOUT_NCHW, 940 + i);
+    assert_string_equal(g_forward_engine, "ref:conv-c1-direct");
+    act.act = TSR_ACTIVATION_SIGMOID;
+    forward_check(&act, TSR_FLOAT32, LAYOUT_NCHW, 960 + i);
+    assert_string_equal(g_forward_engine, "ref:im2col-gemm");
+  }
 }
 
 static void test_conv2d_size_zero_and_one_cases(void **state) {
@@ -629,6 +744,13 @@ static void test_conv2d_results_are_bitwise_identical_on_one_and_two_threads(voi
       {8, 32, 13, 13, 64, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
       {8, 6, 15, 15, 48, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
       {3, 9, 30, 30, 10, 3, 3, {1, 1}, {1, 0}, {0, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      // The direct forwards (float32; the cases above without an activation
+      // take them too): one input channel (conv_fwd_c1.c), and 32 channels
+      // to 40 (3 blocks of 16: image chunks) and to 32 (channel chunks,
+      // padding) (conv_fwd_direct.c).
+      {16, 1, 28, 28, 40, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {4, 32, 13, 13, 40, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
+      {2, 32, 13, 13, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_NONE},
   };
   const int32_t ops[] = {TSR_OP_CONV2D, TSR_OP_CONV2D_BACKWARD_DATA,
                          TSR_OP_CONV2D_BACKWARD_FILTER};
@@ -782,6 +904,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d_matches_double_loops_for_every_dtype_case_and_layout),
       cmocka_unit_test(test_conv2d_cuts_large_images_into_tiles),
+      cmocka_unit_test(test_conv2d_with_one_group_runs_the_direct_forward_kernel),
+      cmocka_unit_test(test_conv2d_with_one_input_channel_runs_the_c1_forward_kernel),
       cmocka_unit_test(test_conv2d_size_zero_and_one_cases),
       cmocka_unit_test(test_conv2d_backward_data_matches_double_loops),
       cmocka_unit_test(test_conv2d_backward_filter_matches_double_loops_with_and_without_dbias),
