@@ -279,6 +279,25 @@ void tsr_ref_conv_x_pad(const tsr_ref_conv_plan *cv, const float *x, float *xp) 
   }
 }
 
+// The direct kernels' view of x (conv_filter_direct.c, conv_fwd_direct.c):
+// the part of the padded image the windows read, and whether it goes through
+// a zero-padded copy (tsr_ref_conv_x_pad) or is read in place, with the
+// channel, row and column strides of what they read.
+static void tsr_ref_conv_direct_x_set(tsr_ref_conv_plan *cv) {
+  cv->fd_hp = (cv->oh - 1) * cv->stride[0] + (cv->kh - 1) * cv->dilation[0] + 1;
+  cv->fd_wp = (cv->ow - 1) * cv->stride[1] + (cv->kw - 1) * cv->dilation[1] + 1;
+  cv->fd_copy_x = cv->pad[0] > 0 || cv->pad[1] > 0 || cv->fd_hp > cv->h || cv->fd_wp > cv->w;
+  if (cv->fd_copy_x) {
+    cv->fd_xc = cv->fd_hp * cv->fd_wp;
+    cv->fd_xh = cv->fd_wp;
+    cv->fd_xw = 1;
+  } else {
+    cv->fd_xc = cv->xs[1];
+    cv->fd_xh = cv->xs[2];
+    cv->fd_xw = cv->xs[3];
+  }
+}
+
 // Sets |plan|'s workspace: |shared| bytes, then one |slot| of bytes per
 // thread slot, plus 64 bytes of slack so that execution can round an
 // arbitrary workspace offset up; refuses sizes past 2^63 (|overflow| set by
@@ -501,19 +520,7 @@ static tsr_status tsr_ref_conv_fd_layout_set(const char *op, tsr_plugin_plan *pl
   cv->tile_cols = min64(tile, cv->cols);
   cv->tiles = div_up(cv->cols, cv->tile_cols);
   cv->fd_batch = max64(1, min64(cv->n, TSR_REF_CONV_FD_STEP_POSITIONS / cv->tile_cols));
-  // The part of the padded image the windows read.
-  cv->fd_hp = (cv->oh - 1) * cv->stride[0] + (cv->kh - 1) * cv->dilation[0] + 1;
-  cv->fd_wp = (cv->ow - 1) * cv->stride[1] + (cv->kw - 1) * cv->dilation[1] + 1;
-  cv->fd_copy_x = cv->pad[0] > 0 || cv->pad[1] > 0 || cv->fd_hp > cv->h || cv->fd_wp > cv->w;
-  if (cv->fd_copy_x) {
-    cv->fd_xc = cv->fd_hp * cv->fd_wp;
-    cv->fd_xh = cv->fd_wp;
-    cv->fd_xw = 1;
-  } else {
-    cv->fd_xc = cv->xs[1];
-    cv->fd_xh = cv->xs[2];
-    cv->fd_xw = cv->xs[3];
-  }
+  tsr_ref_conv_direct_x_set(cv);
   const int64_t o_blocks = div_up(max64(cv->o, 1), cols);
   const int64_t r_blocks = div_up(max64(cv->fd_rows, 1), rows);
   int64_t o_chunks = 1, r_chunks = 1;
@@ -559,19 +566,7 @@ static tsr_status tsr_ref_conv_fw_layout_set(const char *op, tsr_plugin_plan *pl
   cv->slots = cv->parallel ? threads : 1;
   cv->tile_cols = cv->cols;
   cv->tiles = 1;
-  // The part of the padded image the windows read.
-  cv->fd_hp = (cv->oh - 1) * cv->stride[0] + (cv->kh - 1) * cv->dilation[0] + 1;
-  cv->fd_wp = (cv->ow - 1) * cv->stride[1] + (cv->kw - 1) * cv->dilation[1] + 1;
-  cv->fd_copy_x = cv->pad[0] > 0 || cv->pad[1] > 0 || cv->fd_hp > cv->h || cv->fd_wp > cv->w;
-  if (cv->fd_copy_x) {
-    cv->fd_xc = cv->fd_hp * cv->fd_wp;
-    cv->fd_xh = cv->fd_wp;
-    cv->fd_xw = 1;
-  } else {
-    cv->fd_xc = cv->xs[1];
-    cv->fd_xh = cv->xs[2];
-    cv->fd_xw = cv->xs[3];
-  }
+  tsr_ref_conv_direct_x_set(cv);
   const int64_t o_blocks = div_up(max64(cv->o, 1), cols);
   int64_t o_chunks = 1, n_chunks = 1, p_chunks = 1;
   if (cv->parallel) {
