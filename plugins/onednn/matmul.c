@@ -134,6 +134,32 @@ static int tsr_onednn_matmul_layout(const tsr_tensor_desc *desc, int batch_bcast
   return 1;
 }
 
+// A weight gradient's product, dW = dy^T @ x: one item, A column-major (a
+// transposed activation gradient), B and out row-major, a batch-sized K and
+// a wide N. ref's blocked GEMM packs such an A with two loads per depth step
+// and splits C over the threads without a barrier; oneDNN 2.6's gemm:jit
+// was measured slower on these shapes, on the 2-core AVX2 machine, two
+// threads, calls interleaved (us, own vs oneDNN, medians):
+// - mlp_train's, M 512, K 128: N 512 435-593 vs 686-812 (0.65-0.76),
+//   N 784 830-935 vs 1042-1194 (0.77-0.90; in the training step's trace
+//   830 vs 1099).
+// Left to oneDNN, measured as fast or faster there: M 128 (N 1600, K 64,
+// the CNN's fc1 gradient: 281 vs 215; K 128: 520 vs 443), N 128 (M 1600,
+// K 128: 376-477 vs 346-410), products with B transposed
+// (Linear's forward, M 128, N 512, K 512/784: 1.09-1.16x oneDNN's time),
+// and row-major A (M 128, N 512/784, K 512: 0.97 and 1.16-1.21x).
+static int tsr_onednn_matmul_is_weight_gradient(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
+                                                const tsr_tensor_desc *out, int32_t r) {
+  for (int32_t d = 0; d < r - 2; ++d) {
+    if (out->sizes[d] != 1)
+      return 0;
+  }
+  const int64_t m = out->sizes[r - 2], n = out->sizes[r - 1], k = a->sizes[r - 1];
+  return a->strides[r - 2] == 1 && a->strides[r - 1] >= m && b->strides[r - 1] == 1 &&
+         b->strides[r - 2] >= n && out->strides[r - 1] == 1 && out->strides[r - 2] >= n &&
+         m >= 256 && n >= 256 && k <= 512;
+}
+
 static tsr_status tsr_onednn_matmul_md(const tsr_tensor_desc *desc, dnnl_data_type_t dt,
                                        int batch_bcast, int all_bcast, const char *name,
                                        tsr_dnnl_md **out_md) {
@@ -377,6 +403,11 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
     // the threads, with bias and activation in the same pass (see
     // docs/onednn.md for the measurement).
     return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: a single row is the own GEMV's");
+  }
+  if (ctx->min_elements != 0 && a->dtype == TSR_FLOAT32 &&
+      tsr_onednn_matmul_is_weight_gradient(a, b, out, r)) {
+    return tsr_onednn_error_set(TSR_UNSUPPORTED,
+                                "matmul: a weight gradient's product runs on the own kernel");
   }
   for (int32_t d = 0; d < r; ++d) {
     if (out->sizes[d] > 1 && out->strides[d] == 0) {

@@ -226,7 +226,6 @@ static uint64_t tsr_ref_conv_gemm_blocking_set(tsr_ref_matmul_plan *mm, int naiv
   const uint64_t elem = mm->dtype == TSR_FLOAT32 ? 4 : 8;
   mm->batch_count = 1;
   mm->slots = 1;
-  mm->n_chunks = 1;
   if (naive || mm->m == 0 || mm->n == 0) {
     mm->mode = TSR_REF_MATMUL_NAIVE;
     return 0;
@@ -234,9 +233,7 @@ static uint64_t tsr_ref_conv_gemm_blocking_set(tsr_ref_matmul_plan *mm, int naiv
   mm->mode = TSR_REF_MATMUL_SERIAL;
   mm->kc = mm->k < g->kc ? mm->k : g->kc;
   mm->nc = min64(round_up(mm->n, g->nr), g->nc_max);
-  const int64_t m_blocks = div_up(mm->m, g->mc_max);
-  mm->mc = round_up(div_up(mm->m, m_blocks), g->mr);
-  mm->m_blocks = div_up(mm->m, mm->mc);
+  mm->mc = round_up(div_up(mm->m, div_up(mm->m, g->mc_max)), g->mr);
   const uint64_t a_bytes = ((uint64_t)mm->mc * (uint64_t)mm->kc * elem + 63) & ~63ull;
   const uint64_t b_bytes = ((uint64_t)mm->kc * (uint64_t)mm->nc * elem + 63) & ~63ull;
   mm->slot_bytes = a_bytes + b_bytes;

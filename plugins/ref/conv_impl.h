@@ -299,7 +299,6 @@ static void data_items_run(void *arg, int64_t begin, int64_t end, int32_t thread
       tsr_ref_matmul_plan mm = cv->gemm;
       mm.m = cn * khw;
       mm.n = nc;
-      if (mm.mc > 0) mm.m_blocks = (mm.m + mm.mc - 1) / mm.mc;  // the last block may be short
       char *ptrs[3] = {(char *)(job->wp + g * cv->og * cv->k + c0 * khw), (char *)b, (char *)dcol};
       (void)TSR_REF_CONV_GEMM(&mm, ptrs, slot + cv->gemm_offset);
       col2im_add(cv, dcol, cn, j0, nc, cv->tile_cols, acc);

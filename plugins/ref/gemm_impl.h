@@ -24,8 +24,9 @@
 // with zeros, so the micro-kernel has no edge cases.
 //
 // Summation order: every element of C sums its k products in panels of kc,
-// in order, each panel's partial sum folded into C. kc is a constant of the
-// build, never of the thread count, so results do not depend on threads.
+// in order, each panel's partial sum folded into C. kc depends on K and the
+// build only, never on the thread count or the split of C among threads, so
+// results do not depend on threads.
 
 #include <math.h>
 #include <string.h>
@@ -96,6 +97,14 @@ typedef T S;
 #define TSR_REF_UNROLL_FULL
 #endif
 
+// float32 operands strided in the packed direction: in-register transposes.
+#if !TSR_REF_GEMM_CONVERTS && TSR_REF_GEMM_ELEM_BYTES == 4 && defined(__AVX__)
+#define TSR_REF_GEMM_PACK_AVX 1
+#include "gemm_pack_avx.h"
+#else
+#define TSR_REF_GEMM_PACK_AVX 0
+#endif
+
 #ifdef TSR_REF_GEMM_GEOMETRY
 const tsr_ref_gemm_geometry TSR_REF_GEMM_GEOMETRY = {
     TSR_REF_MR, TSR_REF_NR, TSR_REF_KC, TSR_REF_MC_MAX, TSR_REF_NC_MAX,
@@ -142,10 +151,21 @@ static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T
 }
 
 #if !TSR_REF_GEMM_CONVERTS
+// Lanes as signed integers of T's width, for RELU's mask.
+#if TSR_REF_GEMM_ELEM_BYTES == 4
+typedef int32_t tsr_ref_ivec __attribute__((vector_size(TSR_REF_VEC_BYTES)));
+#else
+typedef int64_t tsr_ref_ivec __attribute__((vector_size(TSR_REF_VEC_BYTES)));
+#endif
+
 // The same multiply folded into a full tile of C (rows |rs| apart, unit
-// columns) straight from the registers, as |mode| says.
+// columns) straight from the registers, as |mode| says. On the last depth
+// panel, |bias| (the tile's corner, unit columns, rows |bias_rs| apart; or
+// NULL) is added and |relu| applied on the way out, in tile_finish's order:
+// x < 0 ? 0 : x keeps NaN and -0.0, as tsr_ref_relu does.
 static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
-                                T *restrict c, int64_t rs, T alpha, T beta, int mode) {
+                                T *restrict c, int64_t rs, T alpha, T beta, int mode,
+                                const T *bias, int64_t bias_rs, int relu) {
   TSR_REF_MICRO_KERNEL_BODY
   TSR_REF_UNROLL_FULL for (int i = 0; i < TSR_REF_MR; ++i) {
     TSR_REF_UNROLL_FULL for (int v = 0; v < TSR_REF_NV; ++v) {
@@ -157,6 +177,12 @@ static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restri
         memcpy(&cv, cp, sizeof(cv));
         r = mode == TILE_SCALE ? alpha * acc[i][v] + beta * cv : cv + alpha * acc[i][v];
       }
+      if (bias != NULL) {
+        tsr_ref_vec bv;
+        memcpy(&bv, bias + i * bias_rs + v * TSR_REF_VL, sizeof(bv));
+        r += bv;
+      }
+      if (relu) r = (tsr_ref_vec)((tsr_ref_ivec)r & ~(tsr_ref_ivec)(r < (tsr_ref_vec){0}));
       memcpy(cp, &r, sizeof(r));
     }
   }
@@ -174,16 +200,19 @@ static void micro_kernel(int64_t kc, const T *restrict a, const T *restrict b, T
 
 #if !TSR_REF_GEMM_CONVERTS
 static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restrict b,
-                                T *restrict c, int64_t rs, T alpha, T beta, int mode) {
+                                T *restrict c, int64_t rs, T alpha, T beta, int mode,
+                                const T *bias, int64_t bias_rs, int relu) {
   T tile[TSR_REF_MR * TSR_REF_NR];
   micro_kernel(kc, a, b, tile);
   for (int i = 0; i < TSR_REF_MR; ++i) {
     for (int j = 0; j < TSR_REF_NR; ++j) {
       T *cp = c + i * rs + j;
       const T t = tile[i * TSR_REF_NR + j];
-      *cp = mode == TILE_OVERWRITE ? alpha * t
+      T r = mode == TILE_OVERWRITE ? alpha * t
             : mode == TILE_SCALE   ? alpha * t + beta * *cp
                                    : *cp + alpha * t;
+      if (bias != NULL) r += bias[i * bias_rs + j];
+      *cp = relu && r < 0 ? (T)0 : r;
     }
   }
 }
@@ -196,6 +225,20 @@ static void pack_a(const S *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T
   for (int64_t ir = 0; ir < mc; ir += TSR_REF_MR) {
     const int64_t mr = mc - ir < TSR_REF_MR ? mc - ir : TSR_REF_MR;
     const S *src = a + ir * rs;
+#if TSR_REF_GEMM_PACK_AVX && TSR_REF_MR <= 8
+    if (mr == TSR_REF_MR && cs == 1 && rs != 1) {
+      tsr_ref_pack_a_sliver_rows_f32(src, rs, kc, dst);
+      dst += kc * TSR_REF_MR;
+      continue;
+    }
+#endif
+#if TSR_REF_GEMM_PACK_AVX && TSR_REF_MR == 6
+    if (mr == TSR_REF_MR && rs == 1) {
+      tsr_ref_pack_a_sliver_cols_f32(src, cs, kc, dst);
+      dst += kc * TSR_REF_MR;
+      continue;
+    }
+#endif
     if (mr == TSR_REF_MR && rs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         for (int i = 0; i < TSR_REF_MR; ++i) dst[p * TSR_REF_MR + i] = LOAD(src[p * cs + i]);
@@ -229,6 +272,10 @@ static void pack_b(const S *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc, T
       }
 #else
       for (int64_t p = 0; p < kc; ++p) memcpy(dst + p * TSR_REF_NR, src + p * rs, sizeof(T) * TSR_REF_NR);
+#endif
+#if TSR_REF_GEMM_PACK_AVX
+    } else if (nr == TSR_REF_NR && rs == 1) {
+      tsr_ref_pack_b_sliver_cols_f32(src, cs, kc, dst);
 #endif
     } else if (nr == TSR_REF_NR) {
       for (int j = 0; j < TSR_REF_NR; ++j) {
@@ -319,7 +366,14 @@ static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, 
   _Alignas(64) T tile[TSR_REF_MR * TSR_REF_NR];
 #if !TSR_REF_GEMM_CONVERTS
   const int mode = !first ? TILE_ACCUMULATE : mm->beta != 0 ? TILE_SCALE : TILE_OVERWRITE;
-  const int finish = last && (bias != NULL || mm->activation != TSR_ACTIVATION_NONE);
+  // A bias with unit columns and RELU (or no activation) are applied in the
+  // registers; anything else by tile_finish.
+  const int in_registers =
+      (bias == NULL || mm->bias_cs == 1) &&
+      (mm->activation == TSR_ACTIVATION_NONE || mm->activation == TSR_ACTIVATION_RELU);
+  const int finish =
+      last && !in_registers && (bias != NULL || mm->activation != TSR_ACTIVATION_NONE);
+  const int relu = last && in_registers && mm->activation == TSR_ACTIVATION_RELU;
 #endif
   for (int64_t s = sliver_begin; s < sliver_end; ++s) {
     const int64_t j = s * TSR_REF_NR;
@@ -333,7 +387,8 @@ static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, 
       // C of the compute type: full tiles go straight from the registers.
       if (m == TSR_REF_MR && n == TSR_REF_NR && mm->c_cs == 1) {
         micro_kernel_update(kc, pa + i * kc, b_sliver, c_tile, mm->c_rs, (T)mm->alpha,
-                            (T)mm->beta, mode);
+                            (T)mm->beta, mode, last && in_registers ? tile_bias : NULL,
+                            mm->bias_rs, relu);
         if (finish) tile_finish(mm, c_tile, tile_bias);
       } else
 #endif
@@ -345,89 +400,32 @@ static void macro_kernel(const tsr_ref_matmul_plan *mm, int64_t mc, int64_t nc, 
   }
 }
 
-// One depth panel of one column panel of one item: the state the (A block,
-// column chunk) tasks share.
-typedef struct gemm_panel {
-  const tsr_ref_matmul_plan *mm;
-  gemm_item item;
-  const T *packed_b;
-  char *slots;        // per-thread A-packing regions
-  int64_t j0, nc;     // the column panel
-  int64_t p0, kc;     // the depth panel
-  int first, last;
-} gemm_panel;
-
-// Task t = (A block t / n_chunks, column chunk t % n_chunks) of a panel.
-static void panel_tasks_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
-  const gemm_panel *g = arg;
-  const tsr_ref_matmul_plan *mm = g->mm;
-  T *pa = (T *)(g->slots + (uint64_t)thread_index * mm->slot_bytes);
-  const int64_t slivers = (g->nc + TSR_REF_NR - 1) / TSR_REF_NR;
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t ib = t / mm->n_chunks, chunk = t % mm->n_chunks;
-    const int64_t i0 = ib * mm->mc;
-    const int64_t mc = mm->m - i0 < mm->mc ? mm->m - i0 : mm->mc;
-    const int64_t s0 = slivers * chunk / mm->n_chunks, s1 = slivers * (chunk + 1) / mm->n_chunks;
-    if (s0 == s1) continue;
-    if (g->kc > 0) pack_a(g->item.a + i0 * mm->a_rs + g->p0 * mm->a_cs, mm->a_rs, mm->a_cs, mc, g->kc, pa);
-    const S *bias = g->item.bias != NULL ? g->item.bias + i0 * mm->bias_rs + g->j0 * mm->bias_cs : NULL;
-    macro_kernel(mm, mc, g->nc, g->kc, pa, g->packed_b, g->item.c + i0 * mm->c_rs + g->j0 * mm->c_cs,
-                 bias, s0, s1, g->first, g->last);
-  }
-}
-
-typedef struct gemm_pack_b_job {
-  const gemm_panel *g;
-  T *dst;
-} gemm_pack_b_job;
-
-// Packs slivers [begin, end) of a panel's B.
-static void pack_b_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
-  (void)thread_index;
-  const gemm_pack_b_job *job = arg;
-  const gemm_panel *g = job->g;
-  const tsr_ref_matmul_plan *mm = g->mm;
-  const int64_t j = begin * TSR_REF_NR;
-  int64_t nc = (end - begin) * TSR_REF_NR;
-  if (nc > g->nc - j) nc = g->nc - j;
-  pack_b(g->item.b + g->p0 * mm->b_rs + (g->j0 + j) * mm->b_cs, mm->b_rs, mm->b_cs, g->kc, nc,
-         job->dst + begin * g->kc * TSR_REF_NR);
-}
-
-// Runs one batch item. |parallel|: B panels are packed into |panel| and the
-// tasks of each panel spread over the host's threads; otherwise everything
-// runs here, with B packed into the region after slot |slot|'s A region.
-static tsr_status item_run(const tsr_ref_matmul_plan *mm, gemm_item item, char *slots, T *panel,
-                           int32_t slot, int parallel) {
-  const tsr_host_api *host = tsr_ref_host_get();
-  const uint64_t a_bytes = (uint64_t)mm->mc * (uint64_t)mm->kc * sizeof(T);
-  T *packed_b = parallel ? panel : (T *)(slots + slot * mm->slot_bytes + ((a_bytes + 63) & ~63ull));
+// Computes rows [0, m) and columns [0, n) of one item (its pointers at the
+// block's corner) on this thread, packing into |slot|: A blocks of mc rows
+// at its start, the B panel after them.
+static void block_run(const tsr_ref_matmul_plan *mm, gemm_item item, int64_t m, int64_t n,
+                      char *slot) {
+  const uint64_t a_bytes = ((uint64_t)mm->mc * (uint64_t)mm->kc * sizeof(T) + 63) & ~63ull;
+  T *pa = (T *)slot;
+  T *pb = (T *)(slot + a_bytes);
   const int64_t k_panels = mm->k > 0 ? (mm->k + mm->kc - 1) / mm->kc : 1;
-  for (int64_t j0 = 0; j0 < mm->n; j0 += mm->nc) {
-    const int64_t nc = mm->n - j0 < mm->nc ? mm->n - j0 : mm->nc;
+  for (int64_t j0 = 0; j0 < n; j0 += mm->nc) {
+    const int64_t nc = n - j0 < mm->nc ? n - j0 : mm->nc;
+    const int64_t slivers = (nc + TSR_REF_NR - 1) / TSR_REF_NR;
     for (int64_t kp = 0; kp < k_panels; ++kp) {
       const int64_t p0 = kp * mm->kc;
       const int64_t kc = mm->k - p0 < mm->kc ? mm->k - p0 : mm->kc;
-      gemm_panel g = {mm, item, packed_b, slots, j0, nc, p0, kc, kp == 0, kp == k_panels - 1};
-      const int64_t slivers = (nc + TSR_REF_NR - 1) / TSR_REF_NR;
-      const int64_t tasks = mm->m_blocks * mm->n_chunks;
-      gemm_pack_b_job pack_job = {&g, packed_b};
-      if (!parallel) {
-        if (kc > 0) pack_b_run(&pack_job, 0, slivers, 0);
-        // Serial: every task runs here, on slot |slot|.
-        g.slots = slots + slot * mm->slot_bytes;
-        panel_tasks_run(&g, 0, tasks, 0);
-        continue;
+      if (kc > 0) pack_b(item.b + p0 * mm->b_rs + j0 * mm->b_cs, mm->b_rs, mm->b_cs, kc, nc, pb);
+      for (int64_t i0 = 0; i0 < m; i0 += mm->mc) {
+        const int64_t mc = m - i0 < mm->mc ? m - i0 : mm->mc;
+        if (kc > 0) pack_a(item.a + i0 * mm->a_rs + p0 * mm->a_cs, mm->a_rs, mm->a_cs, mc, kc, pa);
+        const S *bias =
+            item.bias != NULL ? item.bias + i0 * mm->bias_rs + j0 * mm->bias_cs : NULL;
+        macro_kernel(mm, mc, nc, kc, pa, pb, item.c + i0 * mm->c_rs + j0 * mm->c_cs, bias, 0,
+                     slivers, kp == 0, kp == k_panels - 1);
       }
-      if (kc > 0) {
-        tsr_status status = host->parallel_for(host->ctx, slivers, 8, pack_b_run, &pack_job);
-        if (status != TSR_OK) return status;
-      }
-      tsr_status status = host->parallel_for(host->ctx, tasks, 1, panel_tasks_run, &g);
-      if (status != TSR_OK) return status;
     }
   }
-  return TSR_OK;
 }
 
 // Batch item |index|: its matrices' first elements.
@@ -469,7 +467,31 @@ typedef struct gemm_batch_job {
 static void batch_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
   gemm_batch_job *job = arg;
   for (int64_t b = begin; b < end; ++b) {
-    item_run(job->mm, item_get(job->mm, &job->base, b), job->slots, NULL, thread_index, 0);
+    block_run(job->mm, item_get(job->mm, &job->base, b), job->mm->m, job->mm->n,
+              job->slots + (uint64_t)thread_index * job->mm->slot_bytes);
+  }
+}
+
+// Task t = (item, row part, column part): the block of C a thread owns.
+// Each thread packs the A rows and B columns of its own block, so tasks
+// share nothing and need no barrier; the plan chose the split that packs
+// the least (matmul.c).
+static void split_blocks_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
+  gemm_batch_job *job = arg;
+  const tsr_ref_matmul_plan *mm = job->mm;
+  char *slot = job->slots + (uint64_t)thread_index * mm->slot_bytes;
+  const int64_t blocks = mm->split_m * mm->split_n;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t part = t % blocks;
+    const int64_t i0 = part / mm->split_n * mm->m_part, j0 = part % mm->split_n * mm->n_part;
+    if (i0 >= mm->m || j0 >= mm->n) continue;
+    gemm_item item = item_get(mm, &job->base, t / blocks);
+    item.a += i0 * mm->a_rs;
+    item.b += j0 * mm->b_cs;
+    item.c += i0 * mm->c_rs + j0 * mm->c_cs;
+    if (item.bias != NULL) item.bias += i0 * mm->bias_rs + j0 * mm->bias_cs;
+    block_run(mm, item, mm->m - i0 < mm->m_part ? mm->m - i0 : mm->m_part,
+              mm->n - j0 < mm->n_part ? mm->n - j0 : mm->n_part, slot);
   }
 }
 
@@ -587,17 +609,14 @@ tsr_status TSR_REF_GEMM_EXECUTE(const tsr_ref_matmul_plan *mm, char *const *ptrs
       return host->parallel_for(host->ctx, mm->batch_count, 1, batch_items_run, &job);
     }
     case TSR_REF_MATMUL_SPLIT: {
-      T *panel = (T *)workspace;
-      char *slots = workspace + ((mm->panel_bytes + 63) & ~63ull);
-      for (int64_t b = 0; b < mm->batch_count; ++b) {
-        tsr_status status = item_run(mm, item_get(mm, &base, b), slots, panel, 0, 1);
-        if (status != TSR_OK) return status;
-      }
-      return TSR_OK;
+      const tsr_host_api *host = tsr_ref_host_get();
+      gemm_batch_job job = {mm, base, workspace};
+      return host->parallel_for(host->ctx, mm->batch_count * mm->split_m * mm->split_n, 1,
+                                split_blocks_run, &job);
     }
     default:
       for (int64_t b = 0; b < mm->batch_count; ++b) {
-        item_run(mm, item_get(mm, &base, b), workspace, NULL, 0, 0);
+        block_run(mm, item_get(mm, &base, b), mm->m, mm->n, workspace);
       }
       return TSR_OK;
   }

@@ -108,6 +108,41 @@ static void tsr_ref_matmul_layout_set(tsr_ref_matmul_plan *mm, const tsr_plugin_
   }
 }
 
+// SPLIT: how |threads| blocks of C divide its rows and columns. Every
+// thread packs the A rows and the B columns of its own block, so the split
+// with the least packing per thread wins: rows split in |parts| cost
+// M*K/parts of A plus all K*N of B, and the other way round. A B with
+// strided columns (weight^T) packs through transposes, at about twice the
+// cost per element. Sets the block's rows and columns in *m and *n.
+static void tsr_ref_matmul_split_set(tsr_ref_matmul_plan *mm, const tsr_ref_gemm_geometry *g,
+                                     int32_t threads, int64_t *m, int64_t *n) {
+  const double a_cost = (double)mm->m * (double)mm->k * (mm->a_cs == 1 || mm->a_rs == 1 ? 1 : 2);
+  const double b_cost = (double)mm->k * (double)mm->n * (mm->b_cs == 1 ? 1 : 2);
+  const int64_t row_slivers = tsr_ref_div_up(mm->m, g->mr);
+  const int64_t col_slivers = tsr_ref_div_up(mm->n, g->nr);
+  double best = -1.0;
+  for (int64_t pm = 1; pm <= threads; ++pm) {
+    if (threads % pm != 0) continue;
+    const int64_t pn = threads / pm;
+    if (pm > row_slivers || pn > col_slivers) continue;
+    const double cost = a_cost / (double)pm + b_cost / (double)pn;
+    if (best < 0.0 || cost < best) {
+      best = cost;
+      mm->split_m = pm;
+      mm->split_n = pn;
+    }
+  }
+  if (best < 0.0) {
+    // Fewer slivers than threads either way: as many row blocks as slivers.
+    mm->split_m = row_slivers < threads ? row_slivers : threads;
+    mm->split_n = 1;
+  }
+  mm->m_part = tsr_ref_div_up(row_slivers, mm->split_m) * g->mr;
+  mm->n_part = tsr_ref_div_up(col_slivers, mm->split_n) * g->nr;
+  *m = mm->m_part < mm->m ? mm->m_part : mm->m;
+  *n = mm->n_part < mm->n ? mm->n_part : mm->n;
+}
+
 // Chooses the mode and the blocking, and the workspace they need.
 static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
   // The half types pack and compute in float32, with float32's geometry.
@@ -151,45 +186,22 @@ static uint64_t tsr_ref_matmul_blocking_set(tsr_ref_matmul_plan *mm) {
   } else {
     mm->mode = TSR_REF_MATMUL_SPLIT;
   }
-  mm->kc = mm->k < kc_max ? mm->k : kc_max;
-  mm->nc = tsr_ref_round_up(mm->n, g->nr);
+  // Depth panels of even depth: K = 784 in panels of 196, not 256 + 256 +
+  // 256 + 16, whose last would fold a nearly empty panel into C.
+  mm->kc = mm->k < kc_max ? mm->k : tsr_ref_div_up(mm->k, tsr_ref_div_up(mm->k, kc_max));
+  if (mm->kc < 1) mm->kc = 1;
+  int64_t m = mm->m, n = mm->n;
+  if (mm->mode == TSR_REF_MATMUL_SPLIT) tsr_ref_matmul_split_set(mm, g, threads, &m, &n);
+  mm->nc = tsr_ref_round_up(n, g->nr);
   if (mm->nc > nc_max) mm->nc = nc_max;
-  int64_t m_blocks = tsr_ref_div_up(mm->m, mc_max);
-  mm->n_chunks = 1;
-  if (mm->mode == TSR_REF_MATMUL_SPLIT) {
-    // Enough (A block, column chunk) tasks for every thread, in a multiple
-    // of the thread count so no thread idles at the end.
-    const int64_t rows_per_tile = g->mr;
-    int64_t want = tsr_ref_round_up(m_blocks, threads);
-    if (want * rows_per_tile <= tsr_ref_round_up(mm->m, rows_per_tile)) m_blocks = want;
-    if (m_blocks < 2 * threads) {
-      const int64_t slivers = tsr_ref_div_up(mm->nc, g->nr);
-      int64_t chunks = tsr_ref_div_up(2 * threads, m_blocks);
-      mm->n_chunks = chunks < slivers ? chunks : slivers;
-    }
-  }
-  mm->mc = tsr_ref_round_up(tsr_ref_div_up(mm->m, m_blocks), g->mr);
-  mm->m_blocks = tsr_ref_div_up(mm->m, mm->mc);
+  mm->mc = tsr_ref_round_up(tsr_ref_div_up(m, tsr_ref_div_up(m, mc_max)), g->mr);
 
   const uint64_t a_bytes = tsr_ref_round_up_64((uint64_t)mm->mc * (uint64_t)mm->kc * elem);
   const uint64_t b_bytes = tsr_ref_round_up_64((uint64_t)mm->kc * (uint64_t)mm->nc * elem);
-  switch (mm->mode) {
-    case TSR_REF_MATMUL_SERIAL:
-      mm->slots = 1;
-      mm->slot_bytes = a_bytes + b_bytes;
-      break;
-    case TSR_REF_MATMUL_BATCHED:
-      mm->slots = threads;
-      mm->slot_bytes = a_bytes + b_bytes;
-      break;
-    default:
-      mm->slots = threads;
-      mm->panel_bytes = b_bytes;
-      mm->slot_bytes = a_bytes;
-      break;
-  }
+  mm->slots = mm->mode == TSR_REF_MATMUL_SERIAL ? 1 : threads;
+  mm->slot_bytes = a_bytes + b_bytes;
   // 64 bytes of slack let execution round an arbitrary workspace offset up.
-  return mm->panel_bytes + (uint64_t)mm->slots * mm->slot_bytes + 64;
+  return (uint64_t)mm->slots * mm->slot_bytes + 64;
 }
 
 tsr_status tsr_ref_matmul_plan_init(const tsr_op_signature *signature, tsr_plugin_plan *plan) {

@@ -11,7 +11,8 @@
 // The register tile and cache blocks of one dtype's GEMM in this build.
 typedef struct tsr_ref_gemm_geometry {
   int64_t mr, nr;   // micro-kernel tile: mr rows of A times nr columns of B
-  int64_t kc;       // depth of one packed panel; fixes the summation order
+  int64_t kc;       // deepest packed panel; the plan evens the panels out over K,
+                    // and their depth fixes the summation order
   int64_t mc_max;   // rows of A packed at once (L2-sized)
   int64_t nc_max;   // columns of B packed at once (L3-sized)
 } tsr_ref_gemm_geometry;
@@ -19,8 +20,8 @@ typedef struct tsr_ref_gemm_geometry {
 typedef enum tsr_ref_matmul_mode {
   TSR_REF_MATMUL_NAIVE = 0,    // tiny: direct loops, no packing
   TSR_REF_MATMUL_SERIAL = 1,   // blocked, on the calling thread
-  TSR_REF_MATMUL_SPLIT = 2,    // blocked; threads share a packed B panel and split its
-                               // (A block, column chunk) tasks
+  TSR_REF_MATMUL_SPLIT = 2,    // blocked; each thread owns a block of C (rows or
+                               // columns) and packs its own A and B
   TSR_REF_MATMUL_BATCHED = 3,  // blocked; threads take whole batch items
   TSR_REF_MATMUL_GEMV = 4,     // one row of A, B with unit columns: B streamed once,
                                // threads split N
@@ -46,11 +47,10 @@ typedef struct tsr_ref_matmul_plan {
   int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, bias_rs, bias_cs;
   // Blocking, fixed at plan time.
   int64_t kc, mc, nc;
-  int64_t m_blocks;       // ceil(m / mc)
-  int64_t n_chunks;       // SPLIT: column chunks of a B panel per A block
-  int64_t naive_grain;    // NAIVE: batch items per parallel chunk; 0 runs serially
-  uint64_t panel_bytes;   // SPLIT: the shared packed-B panel
-  uint64_t slot_bytes;    // one thread's packing region
+  int64_t split_m, split_n;  // SPLIT: parts of C's rows and of its columns, one block each
+  int64_t m_part, n_part;    // SPLIT: rows and columns of a block (multiples of mr, nr)
+  int64_t naive_grain;       // NAIVE: batch items per parallel chunk; 0 runs serially
+  uint64_t slot_bytes;       // one thread's packing region
 } tsr_ref_matmul_plan;
 
 // The geometry of the float32 and float64 GEMMs. Static storage.

@@ -321,6 +321,55 @@ static void test_matmul_results_are_bitwise_identical_on_one_and_two_threads(voi
   assert_int_equal(tt_setup(threads_before), 0);
 }
 
+// Linear's three products at sizes that split C over two threads: the
+// forward x @ w^T (B with contiguous columns: packed by transposes), the
+// weight gradient g^T @ x (A with contiguous columns) and the input
+// gradient g @ w. Each is checked against float64 loops on two threads and
+// must give the same bits on one. M, N and K are off every tile, panel and
+// transpose-block multiple (K = 301 packs as two panels of 151).
+static void test_matmul_linear_layouts_split_over_threads_match_loops_and_one_thread(void **state) {
+  (void)state;
+  int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
+  enum { M = 131, N = 75, K = 301 };
+  const int32_t transposed[] = {1, 0};
+  const int64_t shapes[3][3] = {{M, K, N}, {K, M, N}, {M, N, K}};  // a: [rows, k]
+  for (int c = 0; c < 3; ++c) {
+    const int64_t m = shapes[c][0], k = shapes[c][1], n = shapes[c][2];
+    const int64_t as[] = {m, k}, bs[] = {k, n}, os[] = {m, n};
+    tt_tensor a, b, out;
+    // c 0: b transposed; c 1: a transposed; c 2: both row-major.
+    if (c == 1) {
+      tt_tensor_make_permuted(&a, TSR_FLOAT32, 2, as, transposed);
+    } else {
+      tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+    }
+    if (c == 0) {
+      tt_tensor_make_permuted(&b, TSR_FLOAT32, 2, bs, transposed);
+    } else {
+      tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+    }
+    tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+    tt_fill(&a, 91 + (uint64_t)c, -1, 1);
+    tt_fill(&b, 94 + (uint64_t)c, -1, 1);
+    static float two[M * K];
+    assert_int_equal(tt_setup(2), 0);
+    uint64_t pool_calls = tsr_test_host_parallel_count();
+    matmul_check(NULL, &a, &b, NULL, &out, NULL, "ref:blocked-gemm");
+    assert_true(tsr_test_host_parallel_count() > pool_calls);
+    memcpy(two, out.base, sizeof(float) * (size_t)(m * n));
+    assert_int_equal(tt_setup(1), 0);
+    tt_tensor *in[] = {&a, &b};
+    tt_tensor *outs[] = {&out};
+    memset(out.base, 0, sizeof(float) * (size_t)(m * n));
+    assert_int_equal(tt_run(TSR_OP_MATMUL, NULL, in, 2, outs, 1, NULL), TSR_OK);
+    assert_memory_equal(two, out.base, sizeof(float) * (size_t)(m * n));
+    tt_tensor_free(&a);
+    tt_tensor_free(&b);
+    tt_tensor_free(&out);
+  }
+  assert_int_equal(tt_setup(threads_before), 0);
+}
+
 static void test_matmul_rejects_bad_signatures_with_a_message(void **state) {
   (void)state;
   const int64_t as[] = {4, 5}, bs[] = {6, 3}, os[] = {4, 3}, good_bs[] = {5, 3};
@@ -382,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_with_empty_k_gives_bias_plus_beta_out),
       cmocka_unit_test(test_matmul_large_and_batched_cases_match_on_the_pool),
       cmocka_unit_test(test_matmul_results_are_bitwise_identical_on_one_and_two_threads),
+      cmocka_unit_test(test_matmul_linear_layouts_split_over_threads_match_loops_and_one_thread),
       cmocka_unit_test(test_matmul_rejects_bad_signatures_with_a_message),
   };
   int failed = cmocka_run_group_tests_name("matmul, serial host", tests, tt_setup_serial, tt_teardown);
