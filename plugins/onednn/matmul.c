@@ -134,30 +134,42 @@ static int tsr_onednn_matmul_layout(const tsr_tensor_desc *desc, int batch_bcast
   return 1;
 }
 
-// A weight gradient's product, dW = dy^T @ x: one item, A column-major (a
-// transposed activation gradient), B and out row-major, a batch-sized K and
-// a wide N. ref's blocked GEMM packs such an A with two loads per depth step
-// and splits C over the threads without a barrier; oneDNN 2.6's gemm:jit
-// was measured slower on these shapes, on the 2-core AVX2 machine, two
-// threads, calls interleaved (us, own vs oneDNN, medians):
-// - mlp_train's, M 512, K 128: N 512 435-593 vs 686-812 (0.65-0.76),
-//   N 784 830-935 vs 1042-1194 (0.77-0.90; in the training step's trace
-//   830 vs 1099).
-// Left to oneDNN, measured as fast or faster there: M 128 (N 1600, K 64,
-// the CNN's fc1 gradient: 281 vs 215; K 128: 520 vs 443), N 128 (M 1600,
-// K 128: 376-477 vs 346-410), products with B transposed
-// (Linear's forward, M 128, N 512, K 512/784: 1.09-1.16x oneDNN's time),
-// and row-major A (M 128, N 512/784, K 512: 0.97 and 1.16-1.21x).
-static int tsr_onednn_matmul_is_weight_gradient(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
-                                                const tsr_tensor_desc *out, int32_t r) {
+// Linear's gradient products where ref's blocked GEMM (each thread packs
+// its own block of C; transposed operands packed by in-register
+// transposes) was measured faster than oneDNN 2.6's gemm:jit, on the 2-core
+// AVX2 machine, two threads, calls interleaved (us, own vs oneDNN,
+// medians; the VM's speed drifts by up to 2x between runs, so each pair is
+// from one run):
+// - the weight gradient dW = dy^T @ x (A column-major, B row-major), M and
+//   N at least 256, K (the batch) at most 512: mlp_train's M 512, K 128,
+//   N 512 435-593 vs 686-812 (0.63-0.76); N 784 830-935 vs 1042-1194 and
+//   858-880 vs 1328-1421 (0.62-0.90).
+// - the input gradient dx = dy @ w (both row-major) at M 64-512, N and K
+//   256-512: M 128, N = K = 512 (mlp_train's) 541-593 vs 688-726 (0.76-0.81
+//   in two runs; 0.97 in a slow phase); M 256 0.88; M 512 0.87-0.90; M 64
+//   0.96-0.98. In the training step, relative to the forward product's
+//   time in the same run: 0.70 vs 0.75-0.86.
+// Left to oneDNN, measured as fast or faster there: the CNN's fc1 gradient
+// (M 128, N 1600, K 64: 281 vs 215; K 128: 520 vs 443), N 128 (M 1600,
+// K 128: 376-477 vs 346-410), N 784 (M 128, K 512: 1.16-1.21x), 256 cubed
+// (1.12-1.15x), 1024 and 2048 cubed (1.08x, 1.13x), and every product with
+// B transposed (Linear's forward, M 128, N 512, K 512 or 784: 1.04-1.16x).
+static int tsr_onednn_matmul_runs_own(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
+                                      const tsr_tensor_desc *out, int32_t r) {
   for (int32_t d = 0; d < r - 2; ++d) {
     if (out->sizes[d] != 1)
       return 0;
   }
   const int64_t m = out->sizes[r - 2], n = out->sizes[r - 1], k = a->sizes[r - 1];
-  return a->strides[r - 2] == 1 && a->strides[r - 1] >= m && b->strides[r - 1] == 1 &&
-         b->strides[r - 2] >= n && out->strides[r - 1] == 1 && out->strides[r - 2] >= n &&
-         m >= 256 && n >= 256 && k <= 512;
+  const int b_rows = b->strides[r - 1] == 1 && b->strides[r - 2] >= n;
+  const int out_rows = out->strides[r - 1] == 1 && out->strides[r - 2] >= n;
+  if (!b_rows || !out_rows)
+    return 0;
+  if (a->strides[r - 2] == 1 && a->strides[r - 1] >= m)
+    return m >= 256 && n >= 256 && k <= 512;
+  if (a->strides[r - 1] == 1 && a->strides[r - 2] >= k)
+    return m >= 64 && m <= 512 && n >= 256 && n <= 512 && k >= 256 && k <= 512;
+  return 0;
 }
 
 static tsr_status tsr_onednn_matmul_md(const tsr_tensor_desc *desc, dnnl_data_type_t dt,
@@ -405,9 +417,9 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
     return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: a single row is the own GEMV's");
   }
   if (ctx->min_elements != 0 && a->dtype == TSR_FLOAT32 &&
-      tsr_onednn_matmul_is_weight_gradient(a, b, out, r)) {
+      tsr_onednn_matmul_runs_own(a, b, out, r)) {
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
-                                "matmul: a weight gradient's product runs on the own kernel");
+                                "matmul: a Linear gradient's product runs on the own kernel");
   }
   for (int32_t d = 0; d < r; ++d) {
     if (out->sizes[d] > 1 && out->strides[d] == 0) {
