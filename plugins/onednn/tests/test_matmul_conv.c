@@ -150,6 +150,68 @@ static void test_matmul_alpha_beta_epilogues(void **state) {
   matmul_case(256, 512, 384, -0.25, 0.0, TSR_ACTIVATION_GELU, 1, 6, "matmul alpha -0.25 bias gelu");
 }
 
+// Linear's gradient products: dW = dy^T @ x (|transposed_a|: a is the
+// transposed view of a [K, M] tensor) or dx = dy @ w, b and out row-major,
+// on |want|, against float64 loops.
+static void linear_grad_case(int64_t m, int64_t k, int64_t n, int transposed_a, engine_kind want,
+                             uint64_t seed, const char *what) {
+  ts_rng rng = {seed};
+  double *a = dalloc(m * k), *b = dalloc(k * n);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a, m * k);  // a[i * k + p], whatever the storage
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, b, k * n);
+  tsr_tensor *ta = NULL, *stored = NULL;
+  if (transposed_a) {
+    double *at = dalloc(k * m);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
+    }
+    stored = tensor_of(2, (int64_t[]){k, m}, at);
+    ta = tsr_transpose(stored, 0, 1);
+    TS_ASSERT_TENSOR(ta);
+    assert_int_equal(tsr_tensor_stride(ta, 0), 1);
+    free(at);
+  } else {
+    ta = tensor_of(2, (int64_t[]){m, k}, a);
+  }
+  tsr_tensor *tb = tensor_of(2, (int64_t[]){k, n}, b);
+  tsr_tensor *tout = tensor_empty(2, (int64_t[]){m, n});
+  tsr_tensor *inputs[2] = {ta, tb};
+  onednn_run_expect(TSR_OP_MATMUL, 2, inputs, 1, &tout, NULL, want, what);
+  double *want_v = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0, abs_acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        acc += a[i * k + p] * b[p * n + j];
+        abs_acc += fabs(a[i * k + p] * b[p * n + j]);
+      }
+      want_v[i * n + j] = acc;
+      mag[i * n + j] = abs_acc;
+    }
+  }
+  read_all(tout, got, m * n);
+  expect_close(what, got, want_v, mag, m * n, 1e-5);
+  tsr_tensor_release(ta);
+  tsr_tensor_release(stored);
+  tsr_tensor_release(tb);
+  tsr_tensor_release(tout);
+  free(a);
+  free(b);
+  free(want_v);
+  free(mag);
+  free(got);
+}
+
+// Where measured faster (matmul.c), Linear's gradient products run on the
+// own blocked GEMM; the shapes next to them that oneDNN won stay there.
+static void test_matmul_linear_gradients_run_the_own_gemm_where_faster(void **state) {
+  (void)state;
+  linear_grad_case(300, 100, 270, 1, ENGINE_OWN, 11, "dW = dy^T @ x, M 300 N 270 K 100");
+  linear_grad_case(100, 300, 270, 0, ENGINE_OWN, 12, "dx = dy @ w, M 100 N 270 K 300");
+  linear_grad_case(128, 64, 1600, 1, ENGINE_ONEDNN, 13, "dW, M 128 N 1600 K 64 (CNN fc1)");
+  linear_grad_case(100, 300, 784, 0, ENGINE_ONEDNN, 14, "dx, N 784");
+}
+
 // a [B, M, K] @ b [1 -> B, K, N] (stride 0 on the batch dimension).
 static void test_matmul_batch_broadcast(void **state) {
   (void)state;
@@ -1007,6 +1069,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_transposed_b_with_bias_and_relu),
       cmocka_unit_test(test_matmul_alpha_beta_epilogues),
       cmocka_unit_test(test_matmul_batch_broadcast),
+      cmocka_unit_test(test_matmul_linear_gradients_run_the_own_gemm_where_faster),
       cmocka_unit_test(test_conv_3x3_all_directions),
       cmocka_unit_test(test_conv_channels_last),
       cmocka_unit_test(test_conv_grouped),
