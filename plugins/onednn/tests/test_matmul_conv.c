@@ -83,6 +83,25 @@ static double act_apply(tsr_activation_t act, double v) {
 
 // --- MATMUL ----------------------------------------------------------------------
 
+// sum[i, j] = sum over p of a[i, p] * b(p, j) in float64, and mag[i, j] the
+// sum of the products' magnitudes; a is [M, K] row-major, b(p, j) is at
+// b[p * b_rs + j * b_cs].
+static void product_f64(const double *a, const double *b, int64_t b_rs, int64_t b_cs, int64_t m,
+                        int64_t k, int64_t n, double *sum, double *mag) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0, abs_acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double v = a[i * k + p] * b[p * b_rs + j * b_cs];
+        acc += v;
+        abs_acc += fabs(v);
+      }
+      sum[i * n + j] = acc;
+      mag[i * n + j] = abs_acc;
+    }
+  }
+}
+
 // out = act(alpha * a @ b + bias + beta * out0) for a [M, K] and b given
 // transposed, as bt [N, K] (so b is a strided view), with float64 loops.
 static void matmul_case(int64_t m, int64_t k, int64_t n, double alpha, double beta,
@@ -105,17 +124,14 @@ static void matmul_case(int64_t m, int64_t k, int64_t n, double alpha, double be
   run_onednn(TSR_OP_MATMUL, with_bias ? 3 : 2, inputs, 1, &tout, &attrs, what);
 
   double *want = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
+  product_f64(a, bt, 1, k, m, k, n, want, mag);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double acc = 0.0, abs_acc = 0.0;
-      for (int64_t p = 0; p < k; ++p) {
-        acc += a[i * k + p] * bt[j * k + p];
-        abs_acc += fabs(a[i * k + p] * bt[j * k + p]);
-      }
-      const double v = (double)(float)alpha * acc + (with_bias ? bias[j] : 0.0) +
+      const double v = (double)(float)alpha * want[i * n + j] + (with_bias ? bias[j] : 0.0) +
                        (beta != 0.0 ? (double)(float)beta * out0[i * n + j] : 0.0);
       want[i * n + j] = act_apply(act, v);
-      mag[i * n + j] = fabs(alpha) * abs_acc + fabs(bias[j]) + fabs(beta * out0[i * n + j]);
+      mag[i * n + j] =
+          fabs(alpha) * mag[i * n + j] + fabs(bias[j]) + fabs(beta * out0[i * n + j]);
     }
   }
   read_all(tout, got, m * n);
@@ -178,17 +194,7 @@ static void linear_grad_case(int64_t m, int64_t k, int64_t n, int transposed_a, 
   tsr_tensor *inputs[2] = {ta, tb};
   onednn_run_expect(TSR_OP_MATMUL, 2, inputs, 1, &tout, NULL, want, what);
   double *want_v = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0.0, abs_acc = 0.0;
-      for (int64_t p = 0; p < k; ++p) {
-        acc += a[i * k + p] * b[p * n + j];
-        abs_acc += fabs(a[i * k + p] * b[p * n + j]);
-      }
-      want_v[i * n + j] = acc;
-      mag[i * n + j] = abs_acc;
-    }
-  }
+  product_f64(a, b, n, 1, m, k, n, want_v, mag);
   read_all(tout, got, m * n);
   expect_close(what, got, want_v, mag, m * n, 1e-5);
   tsr_tensor_release(ta);
