@@ -92,8 +92,10 @@ static void tsr_ref_pack_a_sliver_cols_f32(const float *src, int64_t cs, int64_t
   for (int64_t p = 0; p < kc; ++p) {
     const float *col = src + p * cs;
     _mm_storeu_ps(dst + p * 6, _mm_loadu_ps(col));
-    _mm_storel_pi((__m64 *)(void *)(dst + p * 6 + 4),
-                  _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(col + 4))));
+    // 64-bit moves through the unaligned __m128i_u forms: rows 4 and 5 need
+    // not be 8-byte aligned.
+    _mm_storel_epi64((__m128i_u *)(void *)(dst + p * 6 + 4),
+                     _mm_loadl_epi64((const __m128i_u *)(const void *)(col + 4)));
   }
 }
 #endif
