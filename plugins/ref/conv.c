@@ -314,6 +314,18 @@ static tsr_status tsr_ref_conv_workspace_set(const char *op, tsr_plugin_plan *pl
   return TSR_OK;
 }
 
+// Whether |cv|'s layouts run on the pool: only above
+// TSR_REF_CONV_PARALLEL_MIN_FLOPS, counting |depth| multiply-adds per output
+// element (C*KH*KW, or KH*KW with one channel per group). Sets parallel and
+// the workspace slots; returns the pool's thread count.
+static int32_t tsr_ref_conv_threads_set(tsr_ref_conv_plan *cv, int64_t depth) {
+  const int32_t threads = tsr_ref_thread_count_get();
+  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)depth;
+  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
+  cv->slots = cv->parallel ? threads : 1;
+  return threads;
+}
+
 // Chooses tiles, items and the GEMM, and lays out the workspace.
 static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
@@ -323,11 +335,7 @@ static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan)
   const uint64_t ce = compute == TSR_FLOAT64 ? 8 : 4;
   const tsr_ref_gemm_geometry *geo =
       compute == TSR_FLOAT32 ? &tsr_ref_gemm_f32_geometry : &tsr_ref_gemm_f64_geometry;
-  const int32_t threads = tsr_ref_thread_count_get();
-  const double flops =
-      2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)cv->k;
-  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
-  cv->slots = cv->parallel ? threads : 1;
+  const int32_t threads = tsr_ref_conv_threads_set(cv, cv->k);
 
   // y (dy) read or written in place: the compute type is its dtype, and its
   // two spatial dimensions collapse into one of stride y_pos_stride.
@@ -470,11 +478,8 @@ static tsr_status tsr_ref_conv_layout_set(const char *op, tsr_plugin_plan *plan)
 static tsr_status tsr_ref_conv_c1_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
   const int64_t lanes = TSR_REF_CONV_C1_LANES, taps = cv->kh * cv->kw;
-  const int32_t threads = tsr_ref_thread_count_get();
-  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)taps;
+  const int32_t threads = tsr_ref_conv_threads_set(cv, taps);
   cv->filter_c1 = 1;
-  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
-  cv->slots = cv->parallel ? threads : 1;
   int64_t tile = max64(lanes, (int64_t)(TSR_REF_CONV_C1_TILE_BYTES / (uint64_t)(taps * 4)));
   if (cv->cols > tile) {
     tile = round_up(div_up(cv->cols, div_up(cv->cols, tile)), lanes);
@@ -505,11 +510,8 @@ static tsr_status tsr_ref_conv_c1_layout_set(const char *op, tsr_plugin_plan *pl
 static tsr_status tsr_ref_conv_fd_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
   const int64_t rows = TSR_REF_CONV_FD_ROWS, cols = TSR_REF_CONV_FD_COLS;
-  const int32_t threads = tsr_ref_thread_count_get();
-  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)cv->k;
+  const int32_t threads = tsr_ref_conv_threads_set(cv, cv->k);
   cv->filter_direct = 1;
-  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
-  cv->slots = cv->parallel ? threads : 1;
   cv->fd_rows = cv->k;
   const int64_t o_all = round_up(max64(cv->o, 1), cols);
   int64_t tile = max64(8, (int64_t)(TSR_REF_CONV_FD_TILE_BYTES / ((uint64_t)o_all * 4)));
@@ -556,11 +558,8 @@ static tsr_status tsr_ref_conv_fd_layout_set(const char *op, tsr_plugin_plan *pl
 static tsr_status tsr_ref_conv_fw_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
   const int64_t cols = TSR_REF_CONV_FW_COLS;
-  const int32_t threads = tsr_ref_thread_count_get();
-  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)cv->k;
+  const int32_t threads = tsr_ref_conv_threads_set(cv, cv->k);
   cv->fwd_direct = 1;
-  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
-  cv->slots = cv->parallel ? threads : 1;
   cv->tile_cols = cv->cols;
   cv->tiles = 1;
   tsr_ref_conv_direct_x_set(cv);
@@ -602,11 +601,8 @@ static tsr_status tsr_ref_conv_fw_layout_set(const char *op, tsr_plugin_plan *pl
 static tsr_status tsr_ref_conv_fc_layout_set(const char *op, tsr_plugin_plan *plan) {
   tsr_ref_conv_plan *cv = &plan->u.conv;
   const int64_t vec = 16, taps = cv->kh * cv->kw;
-  const int32_t threads = tsr_ref_thread_count_get();
-  const double flops = 2.0 * (double)cv->n * (double)cv->o * (double)cv->cols * (double)taps;
+  tsr_ref_conv_threads_set(cv, taps);
   cv->fwd_c1 = 1;
-  cv->parallel = threads > 1 && flops >= TSR_REF_CONV_PARALLEL_MIN_FLOPS;
-  cv->slots = cv->parallel ? threads : 1;
   int64_t tile =
       max64(vec, (int64_t)(TSR_REF_CONV_C1_TILE_BYTES / (uint64_t)(taps * 4)) / vec * vec);
   if (cv->cols > tile) tile = round_up(div_up(cv->cols, div_up(cv->cols, tile)), vec);

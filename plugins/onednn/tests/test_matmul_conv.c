@@ -403,28 +403,40 @@ static tsr_tensor *conv_empty(const int64_t *sizes, int channels_last) {
   return view;
 }
 
+// The NCHW sizes and element counts of |s|'s x, w and y.
+typedef struct conv_dims {
+  int64_t xs[4], ws[4], ys[4];
+  int64_t xn, wn, yn;
+} conv_dims;
+
+static conv_dims conv_dims_of(const conv_shape *s) {
+  const int64_t cg = s->c / s->attrs.groups;
+  const conv_dims d = {{s->n, s->c, s->h, s->w},
+                       {s->o, cg, s->kh, s->kw},
+                       {s->n, s->o, s->oh, s->ow},
+                       s->n * s->c * s->h * s->w,
+                       s->o * cg * s->kh * s->kw,
+                       s->n * s->o * s->oh * s->ow};
+  return d;
+}
+
 // Runs CONV2D (with bias and |act|), CONV2D_BACKWARD_DATA and
 // CONV2D_BACKWARD_FILTER (with dbias) for |s| and checks each against the
 // float64 loops. The forward and backward data run on oneDNN, the filter
 // gradient where |filter_want| says.
 static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_last, uint64_t seed,
                       engine_kind filter_want, const char *what) {
-  const int64_t xn = s->n * s->c * s->h * s->w;
-  const int64_t wn = s->o * (s->c / s->attrs.groups) * s->kh * s->kw;
-  const int64_t yn = s->n * s->o * s->oh * s->ow;
-  const int64_t xs[4] = {s->n, s->c, s->h, s->w};
-  const int64_t ws[4] = {s->o, s->c / s->attrs.groups, s->kh, s->kw};
-  const int64_t ys[4] = {s->n, s->o, s->oh, s->ow};
+  const conv_dims d = conv_dims_of(s);
   ts_rng rng = {seed};
-  double *x = dalloc(xn), *w = dalloc(wn), *bias = dalloc(s->o), *dy = dalloc(yn);
-  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
-  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, wn);
+  double *x = dalloc(d.xn), *w = dalloc(d.wn), *bias = dalloc(s->o), *dy = dalloc(d.yn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, d.xn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, d.wn);
   ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bias, s->o);
-  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, yn);
-  tsr_tensor *tx = conv_tensor(xs, x, channels_last);
-  tsr_tensor *tw = tensor_of(4, ws, w);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, dy, d.yn);
+  tsr_tensor *tx = conv_tensor(d.xs, x, channels_last);
+  tsr_tensor *tw = tensor_of(4, d.ws, w);
   tsr_tensor *tbias = tensor_of(1, &s->o, bias);
-  tsr_tensor *tdy = conv_tensor(ys, dy, channels_last);
+  tsr_tensor *tdy = conv_tensor(d.ys, dy, channels_last);
   char label[160];
 
   // Forward with bias and activation.
@@ -432,20 +444,20 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
     tsr_conv2d_attrs attrs = s->attrs;
     attrs.activation = act;
     attrs.has_bias = 1;
-    tsr_tensor *ty = conv_empty(ys, channels_last);
+    tsr_tensor *ty = conv_empty(d.ys, channels_last);
     tsr_tensor *inputs[3] = {tx, tw, tbias};
     snprintf(label, sizeof(label), "%s fwd", what);
     run_onednn(TSR_OP_CONV2D, 3, inputs, 1, &ty, &attrs, label);
-    double *want = dalloc(yn), *mag = dalloc(yn), *got = dalloc(yn);
+    double *want = dalloc(d.yn), *mag = dalloc(d.yn), *got = dalloc(d.yn);
     conv_ref r = {x, w, dy, want, mag};
     conv_for_each(s, conv_fwd_visit, &r);
-    for (int64_t i = 0; i < yn; ++i) {
+    for (int64_t i = 0; i < d.yn; ++i) {
       const int64_t o = (i / (s->oh * s->ow)) % s->o;
       want[i] = act_apply(act, want[i] + bias[o]);
       mag[i] += fabs(bias[o]);
     }
-    read_all(ty, got, yn);
-    expect_close(label, got, want, mag, yn, 1e-5);
+    read_all(ty, got, d.yn);
+    expect_close(label, got, want, mag, d.yn, 1e-5);
     tsr_tensor_release(ty);
     free(want);
     free(mag);
@@ -453,15 +465,15 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
   }
   // Backward data.
   {
-    tsr_tensor *tdx = conv_empty(xs, channels_last);
+    tsr_tensor *tdx = conv_empty(d.xs, channels_last);
     tsr_tensor *inputs[2] = {tdy, tw};
     snprintf(label, sizeof(label), "%s bwd-data", what);
     run_onednn(TSR_OP_CONV2D_BACKWARD_DATA, 2, inputs, 1, &tdx, &s->attrs, label);
-    double *want = dalloc(xn), *mag = dalloc(xn), *got = dalloc(xn);
+    double *want = dalloc(d.xn), *mag = dalloc(d.xn), *got = dalloc(d.xn);
     conv_ref r = {x, w, dy, want, mag};
     conv_for_each(s, conv_bwd_data_visit, &r);
-    read_all(tdx, got, xn);
-    expect_close(label, got, want, mag, xn, 1e-5);
+    read_all(tdx, got, d.xn);
+    expect_close(label, got, want, mag, d.xn, 1e-5);
     tsr_tensor_release(tdx);
     free(want);
     free(mag);
@@ -471,7 +483,7 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
   {
     tsr_conv2d_attrs attrs = s->attrs;
     attrs.has_bias = 1;
-    tsr_tensor *tdw = tensor_empty(4, ws);
+    tsr_tensor *tdw = tensor_empty(4, d.ws);
     tsr_tensor *tdb = tensor_empty(1, &s->o);
     tsr_tensor *inputs[2] = {tdy, tx};
     tsr_tensor *outputs[2] = {tdw, tdb};
@@ -480,7 +492,7 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
                       label);
     char bias_label[96];
     snprintf(bias_label, sizeof(bias_label), "%s dbias", what);
-    expect_filter_grads(s, x, dy, wn, yn, tdw, tdb, label, bias_label);
+    expect_filter_grads(s, x, dy, d.wn, d.yn, tdw, tdb, label, bias_label);
     tsr_tensor_release(tdw);
     tsr_tensor_release(tdb);
   }
@@ -626,21 +638,16 @@ static void test_conv_filter_gradient_with_several_channels_runs_the_direct_kern
 static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bias,
                             tsr_activation_t act, uint64_t seed, const char *engine_want,
                             const char *what, double *got) {
-  const int64_t xn = s->n * s->c * s->h * s->w;
-  const int64_t wn = s->o * (s->c / s->attrs.groups) * s->kh * s->kw;
-  const int64_t yn = s->n * s->o * s->oh * s->ow;
-  const int64_t xs[4] = {s->n, s->c, s->h, s->w};
-  const int64_t ws[4] = {s->o, s->c / s->attrs.groups, s->kh, s->kw};
-  const int64_t ys[4] = {s->n, s->o, s->oh, s->ow};
+  const conv_dims d = conv_dims_of(s);
   ts_rng rng = {seed};
-  double *x = dalloc(xn), *w = dalloc(wn), *bias = dalloc(s->o);
-  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, xn);
-  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, wn);
+  double *x = dalloc(d.xn), *w = dalloc(d.wn), *bias = dalloc(s->o);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, x, d.xn);
+  ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, w, d.wn);
   ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, bias, s->o);
-  tsr_tensor *tx = ts_tensor(device, TSR_FLOAT32, 4, xs, x);
-  tsr_tensor *tw = ts_tensor(device, TSR_FLOAT32, 4, ws, w);
+  tsr_tensor *tx = ts_tensor(device, TSR_FLOAT32, 4, d.xs, x);
+  tsr_tensor *tw = ts_tensor(device, TSR_FLOAT32, 4, d.ws, w);
   tsr_tensor *tb = ts_tensor(device, TSR_FLOAT32, 1, &s->o, bias);
-  tsr_tensor *ty = tsr_tensor_empty(device, TSR_FLOAT32, 4, ys);
+  tsr_tensor *ty = tsr_tensor_empty(device, TSR_FLOAT32, 4, d.ys);
   TS_ASSERT_TENSOR(tx);
   TS_ASSERT_TENSOR(tw);
   TS_ASSERT_TENSOR(tb);
@@ -660,11 +667,11 @@ static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bi
     fail_msg("%s ran on %s, expected a oneDNN primitive", what, engine);
   }
   assert_int_equal(tsr_op_run(TSR_OP_CONV2D, ni, inputs, 1, &ty, &attrs), TSR_OK);
-  assert_int_equal(ts_read(ty, got, yn), yn);
-  double *want = dalloc(yn), *mag = dalloc(yn);
+  assert_int_equal(ts_read(ty, got, d.yn), d.yn);
+  double *want = dalloc(d.yn), *mag = dalloc(d.yn);
   conv_ref r = {x, w, NULL, want, mag};
   conv_for_each(s, conv_fwd_visit, &r);
-  for (int64_t i = 0; i < yn; ++i) {
+  for (int64_t i = 0; i < d.yn; ++i) {
     const int64_t o = (i / (s->oh * s->ow)) % s->o;
     if (with_bias) {
       want[i] += bias[o];
@@ -672,7 +679,7 @@ static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bi
     }
     want[i] = act_apply(act, want[i]);
   }
-  expect_close(what, got, want, mag, yn, 1e-5);
+  expect_close(what, got, want, mag, d.yn, 1e-5);
   tsr_tensor_release(tx);
   tsr_tensor_release(tw);
   tsr_tensor_release(tb);
