@@ -60,9 +60,22 @@ static int request_parse(const char *line, bench_request *out) {
   return 1;
 }
 
-static double g_extra_accuracy = -1.0;
+typedef struct bench_extra {
+  const char *key;
+  double value;
+} bench_extra;
+static bench_extra g_extras[BENCH_MAX_EXTRAS];
+static int g_extra_count;
 
-void bench_extra_accuracy_set(double accuracy) { g_extra_accuracy = accuracy; }
+void bench_extra_set(const char *key, double value) {
+  for (int i = 0; i < g_extra_count; ++i) {
+    if (strcmp(g_extras[i].key, key) == 0) {
+      g_extras[i].value = value;
+      return;
+    }
+  }
+  if (g_extra_count < BENCH_MAX_EXTRAS) g_extras[g_extra_count++] = (bench_extra){key, value};
+}
 
 int bench_serve(bench_run_fn run, bench_info_fn info, void *user) {
   static double samples[BENCH_MAX_SAMPLES];
@@ -81,7 +94,7 @@ int bench_serve(bench_run_fn run, bench_info_fn info, void *user) {
         reply_failure(0, "malformed request: expected 'run WORKLOAD ARG WARMUP SAMPLES INNER' "
                          "with SAMPLES in 1..1000 and INNER >= 1");
       } else {
-        g_extra_accuracy = -1.0;
+        g_extra_count = 0;
         bench_result result = run(user, &request, samples, message, sizeof(message));
         if (result == BENCH_OK) {
           fputs("{\"ok\":true,\"samples\":[", stdout);
@@ -89,9 +102,12 @@ int bench_serve(bench_run_fn run, bench_info_fn info, void *user) {
             fprintf(stdout, "%s%.9g", i ? "," : "", samples[i]);
           }
           fputs("]", stdout);
-          if (g_extra_accuracy >= 0) {
-            fprintf(stdout, ",\"extra\":{\"test_accuracy\":%.6f}", g_extra_accuracy);
+          for (int i = 0; i < g_extra_count; ++i) {
+            fputs(i ? "," : ",\"extra\":{", stdout);
+            bench_json_string(stdout, g_extras[i].key);
+            fprintf(stdout, ":%.9g", g_extras[i].value);
           }
+          if (g_extra_count > 0) fputs("}", stdout);
           fputs("}\n", stdout);
         } else {
           reply_failure(result == BENCH_NOT_YET, message[0] ? message : "no reason given");

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #define BENCH_MAX_SAMPLES 1000
+#define BENCH_MAX_EXTRAS 4
 
 typedef struct bench_request {
   char workload[64];
@@ -51,9 +52,12 @@ typedef void (*bench_info_fn)(void *user, FILE *out);
 // process exit status.
 int bench_serve(bench_run_fn run, bench_info_fn info, void *user);
 
-// Reports a test accuracy with the current request's samples (fashion_epoch);
-// cleared after each reply.
-void bench_extra_accuracy_set(double accuracy);
+// Reports a number with the current request's samples, under "extra" in the
+// reply (fashion_epoch's "test_accuracy", the limits' "fma_peak_gflops").
+// |key| must be a string literal (it is kept, not copied); up to
+// BENCH_MAX_EXTRAS keys per reply, a repeated key replaces its value. Cleared
+// after each reply. Not thread-safe: call from the thread that serves.
+void bench_extra_set(const char *key, double value);
 
 // Monotonic time in seconds.
 double bench_now(void);

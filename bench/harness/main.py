@@ -233,12 +233,17 @@ def measure(row, parts, choices, pool, rounds, mode, gap_s):
             run["samples_s"] += got["samples"]
             run["others_cpu_s"] += got["others_cpu_s"]
             run["wall_s"] += got["wall_s"]
-            run["extra"] = got["extra"] or run["extra"]
+            for key, value in got["extra"].items():
+                run["extra"].setdefault(key, []).append(value)
     for run in runs.values():
         if run["status"] == "ok" and run["samples_s"]:
             s = run["samples_s"]
             run.update(median_s=statistics.median(s), min_s=min(s), max_s=max(s), n=len(s))
             run["others_cores"] = report.others_load(run)
+        # A peak measured with every batch: the median of them; anything else
+        # (fashion_epoch's accuracy): the last batch's.
+        run["extra"] = {k: statistics.median(v) if k in MEDIAN_EXTRAS else v[-1]
+                        for k, v in run["extra"].items()}
         if not run["extra"]:
             del run["extra"]
     for res in results.values():
@@ -258,6 +263,10 @@ def measure(row, parts, choices, pool, rounds, mode, gap_s):
         res.update({k: v for k, v in best.items() if k not in ("status",)})
         res["finalists"] = [{k: v for k, v in run.items() if k != "samples_s"} for run in mine]
     return results
+
+
+# Extras a participant reports with every batch whose median the run keeps.
+MEDIAN_EXTRAS = ("fma_peak_gflops",)
 
 
 def applicable(part, row):
@@ -423,6 +432,7 @@ def main(argv=None):
             versions["tessera"].update(p.info)
         elif p.key == "limits" and p.info:
             versions["onednn"] = p.info.get("onednn")
+            versions["fma_peak_isa"] = p.info.get("fma_peak_isa")
         elif p.available and p.info:
             versions[p.key] = p.info.get("version")
     run = {

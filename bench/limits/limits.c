@@ -17,6 +17,12 @@
 //             matrix products are oneDNN's, before a single elementwise op,
 //             bias, loss or optimizer update is counted.
 //
+// With each sgemm and mlp_train batch it also reports the cores' fp32 FMA
+// peak (fma_peak.h), measured on TSR_BENCH_THREADS threads right after the
+// samples, as extra "fma_peak_gflops": the ceiling no matrix product can
+// pass, taken in the same minute as the samples because this machine's
+// speed drifts.
+//
 // Any other workload answers "not yet": it has no limit measured here.
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +32,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "bench_protocol.h"
+#include "fma_peak.h"
 
 #define ADD_COUNT (16 * 1024 * 1024)
 #define MAX_THREADS 64
@@ -253,6 +260,12 @@ static bench_result limits_run(void *user, const bench_request *request, double 
     snprintf(message, size, "add_16M: wrong sum");
     return BENCH_ERROR;
   }
+  if (is_mlp || is_sgemm) {
+    double gflops = 0.0;
+    const char *isa = NULL;
+    if (!bench_fma_peak_measure(l->threads, &gflops, &isa, message, size)) return BENCH_ERROR;
+    bench_extra_set("fma_peak_gflops", gflops);
+  }
   return BENCH_OK;
 }
 
@@ -268,6 +281,11 @@ static void limits_info(void *user, FILE *out) {
   fputs(",\"onednn_hash\":", out);
   bench_json_string(out, v->hash ? v->hash : "");
   fprintf(out, ",\"onednn_cpu_runtime\":%u,\"stream_threads\":%d", v->cpu_runtime, l->threads);
+  double gflops = 0.0;
+  const char *isa = NULL;
+  char why[128];
+  fputs(",\"fma_peak_isa\":", out);
+  bench_json_string(out, bench_fma_peak_measure(1, &gflops, &isa, why, sizeof(why)) ? isa : "");
   const char *omp = getenv("OMP_NUM_THREADS");
   fputs(",\"omp_num_threads\":", out);
   bench_json_string(out, omp ? omp : "");

@@ -637,7 +637,7 @@ static tsr_status fashion_iterate(worker *w) {
   if (status == TSR_NOT_FOUND) status = TSR_OK;
   tsr_grad_mode_set(mode);
   if (status == TSR_OK && seen > 0) {
-    bench_extra_accuracy_set(right / seen);
+    bench_extra_set("test_accuracy", right / seen);
     if (right / seen < 0.8) {
       // A broken kernel that still runs must not be timed as a result.
       status = accuracy_too_low(w, right / seen);
