@@ -1,6 +1,7 @@
 // The dispatcher: tensors to descriptors, a plan from the cache, execution on
 // the calling thread's current stream. This is the eager hot path: no lock,
 // no allocation, no formatting unless something fails or tracing is on.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,8 +191,28 @@ static int alias_groups_assign(tsr_tensor_desc *descs, int32_t count) {
   return 1;
 }
 
+// A fallback entry (plan NULL) for an op the device refused, with |reason|.
+// When the cache is full the entry lives in this thread's scratch until the
+// next refusal on the thread: only plan and fallback_reason are read from it.
+static tsr_status refusal_entry(tsr_device *device, const tsr_plan_key *key, const char *reason,
+                                const tsr_plan_entry **out_entry) {
+  TSR_RETURN_IF_ERROR(tsr_plan_cache_insert(&device->plan_cache, key, NULL, NULL,
+                                            reason[0] ? reason : "unsupported", out_entry));
+  if (*out_entry == NULL) {
+    static _Thread_local char scratch_reason[512];
+    static _Thread_local tsr_plan_entry scratch;
+    snprintf(scratch_reason, sizeof(scratch_reason), "%s", reason[0] ? reason : "unsupported");
+    memset(&scratch, 0, sizeof(scratch));
+    scratch.fallback_reason = scratch_reason;
+    *out_entry = &scratch;
+  }
+  return TSR_OK;
+}
+
 // Finds or creates the plan for |signature| on |device|. A device that
-// refuses the op gets a fallback entry (plan NULL, with the reason).
+// refuses the op gets a fallback entry (plan NULL, with the reason): whether
+// op_supports or plan_create says TSR_UNSUPPORTED, or the plugin returns a
+// plan not marked bit-reproducible while the signature requires it.
 static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature,
                            const tsr_plan_key *key, const tsr_plan_entry **out_entry,
                            tsr_plugin_plan **out_uncached) {
@@ -210,13 +231,12 @@ static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature
   } else {
     tsr_error_set(TSR_UNSUPPORTED, "%s: the plugin has no kernels", device->name);
   }
-  if (status == TSR_UNSUPPORTED) {
-    return tsr_plan_cache_insert(&device->plan_cache, key, NULL, NULL,
-                                 tsr_error_message()[0] ? tsr_error_message() : "unsupported",
-                                 out_entry);
-  }
   tsr_plugin_plan *plan = NULL;
   if (status == TSR_OK) status = api->plan_create(signature, &plan);
+  // Refused at plan time too (docs/abi.md 9.6: no engine for this
+  // configuration, or none bit-reproducible under REQUIRE_DETERMINISM): the
+  // same answer as op_supports', so the fallback policy decides.
+  if (status == TSR_UNSUPPORTED) return refusal_entry(device, key, tsr_error_message(), out_entry);
   if (status != TSR_OK) {
     tsr_error_set(status, "%s on %s: %s", op_name, device->name, tsr_error_message());
     return tsr_device_check_status(device, status);
@@ -233,6 +253,19 @@ static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature
     }
   }
   if (info.engine == NULL) info.engine = "unnamed";
+  if ((signature->flags & TSR_PLAN_REQUIRE_DETERMINISM) &&
+      !(info.flags & TSR_PLAN_INFO_DETERMINISTIC)) {
+    // The plugin broke the rule (a plan under REQUIRE_DETERMINISM must be
+    // bit-reproducible, or refused); trust the plan's own claim, not the
+    // acceptance. The engine name belongs to the plan: format it first.
+    char reason[512];
+    snprintf(reason, sizeof(reason),
+             "%s returned a plan (%s) not marked bit-reproducible "
+             "(TSR_PLAN_INFO_DETERMINISTIC) while determinism is required",
+             device->name, info.engine);
+    api->plan_destroy(plan);
+    return refusal_entry(device, key, reason, out_entry);
+  }
   status = tsr_plan_cache_insert(&device->plan_cache, key, plan, &info, NULL, out_entry);
   if (status != TSR_OK) {
     api->plan_destroy(plan);

@@ -75,43 +75,48 @@ static void expect_gradcheck(const char *what, tsr_gradcheck_fn fn, void *user, 
   assert_true(result.checked > 0);
 }
 
+// Every differentiable unary function, over a range where it is smooth (the
+// kinks of abs, relu, leaky_relu and elu from both sides).
+static const struct {
+  tsr_unary_fn_t fn;
+  double lo, hi, alpha;
+  const char *name;
+} k_unary_cases[] = {
+    {TSR_UNARY_NEG, -2, 2, 0, "neg"},
+    {TSR_UNARY_ABS, 0.1, 2, 0, "abs+"},
+    {TSR_UNARY_ABS, -2, -0.1, 0, "abs-"},
+    {TSR_UNARY_EXP, -2, 2, 0, "exp"},
+    {TSR_UNARY_LOG, 0.2, 3, 0, "log"},
+    {TSR_UNARY_SQRT, 0.2, 3, 0, "sqrt"},
+    {TSR_UNARY_RSQRT, 0.2, 3, 0, "rsqrt"},
+    {TSR_UNARY_RECIPROCAL, 0.3, 3, 0, "recip"},
+    {TSR_UNARY_SQUARE, -2, 2, 0, "square"},
+    {TSR_UNARY_SIN, -3, 3, 0, "sin"},
+    {TSR_UNARY_COS, -3, 3, 0, "cos"},
+    {TSR_UNARY_TANH, -2, 2, 0, "tanh"},
+    {TSR_UNARY_SIGMOID, -3, 3, 0, "sigmoid"},
+    {TSR_UNARY_RELU, 0.1, 2, 0, "relu+"},
+    {TSR_UNARY_RELU, -2, -0.1, 0, "relu-"},
+    {TSR_UNARY_GELU, -3, 3, 0, "gelu"},
+    {TSR_UNARY_GELU_TANH, -3, 3, 0, "gelu_tanh"},
+    {TSR_UNARY_SILU, -3, 3, 0, "silu"},
+    {TSR_UNARY_LEAKY_RELU, -2, -0.1, 0.1, "leaky-"},
+    {TSR_UNARY_LEAKY_RELU, 0.1, 2, 0.1, "leaky+"},
+    {TSR_UNARY_ELU, -2, -0.1, 0.7, "elu-"},
+    {TSR_UNARY_ELU, 0.1, 2, 0.7, "elu+"},
+    {TSR_UNARY_LOG1P, -0.5, 2, 0, "log1p"},
+    {TSR_UNARY_EXPM1, -2, 2, 0, "expm1"},
+    {TSR_UNARY_ERF, -2, 2, 0, "erf"},
+};
+
+#define UNARY_CASES (sizeof(k_unary_cases) / sizeof(k_unary_cases[0]))
+
 static void test_every_differentiable_unary_passes_gradcheck(void **state) {
   (void)state;
-  static const struct {
-    tsr_unary_fn_t fn;
-    double lo, hi, alpha;
-    const char *name;
-  } cases[] = {
-      {TSR_UNARY_NEG, -2, 2, 0, "neg"},
-      {TSR_UNARY_ABS, 0.1, 2, 0, "abs+"},
-      {TSR_UNARY_ABS, -2, -0.1, 0, "abs-"},
-      {TSR_UNARY_EXP, -2, 2, 0, "exp"},
-      {TSR_UNARY_LOG, 0.2, 3, 0, "log"},
-      {TSR_UNARY_SQRT, 0.2, 3, 0, "sqrt"},
-      {TSR_UNARY_RSQRT, 0.2, 3, 0, "rsqrt"},
-      {TSR_UNARY_RECIPROCAL, 0.3, 3, 0, "recip"},
-      {TSR_UNARY_SQUARE, -2, 2, 0, "square"},
-      {TSR_UNARY_SIN, -3, 3, 0, "sin"},
-      {TSR_UNARY_COS, -3, 3, 0, "cos"},
-      {TSR_UNARY_TANH, -2, 2, 0, "tanh"},
-      {TSR_UNARY_SIGMOID, -3, 3, 0, "sigmoid"},
-      {TSR_UNARY_RELU, 0.1, 2, 0, "relu+"},
-      {TSR_UNARY_RELU, -2, -0.1, 0, "relu-"},
-      {TSR_UNARY_GELU, -3, 3, 0, "gelu"},
-      {TSR_UNARY_GELU_TANH, -3, 3, 0, "gelu_tanh"},
-      {TSR_UNARY_SILU, -3, 3, 0, "silu"},
-      {TSR_UNARY_LEAKY_RELU, -2, -0.1, 0.1, "leaky-"},
-      {TSR_UNARY_LEAKY_RELU, 0.1, 2, 0.1, "leaky+"},
-      {TSR_UNARY_ELU, -2, -0.1, 0.7, "elu-"},
-      {TSR_UNARY_ELU, 0.1, 2, 0.7, "elu+"},
-      {TSR_UNARY_LOG1P, -0.5, 2, 0, "log1p"},
-      {TSR_UNARY_EXPM1, -2, 2, 0, "expm1"},
-      {TSR_UNARY_ERF, -2, 2, 0, "erf"},
-  };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-    tsr_tensor *x = rnd(2, (int64_t[]){3, 4}, cases[i].lo, cases[i].hi, 100 + i);
-    case_args c = {.fn = cases[i].fn, .alpha = cases[i].alpha};
-    expect_gradcheck(cases[i].name, unary_case, &c, 1, &x);
+  for (size_t i = 0; i < UNARY_CASES; ++i) {
+    tsr_tensor *x = rnd(2, (int64_t[]){3, 4}, k_unary_cases[i].lo, k_unary_cases[i].hi, 100 + i);
+    case_args c = {.fn = k_unary_cases[i].fn, .alpha = k_unary_cases[i].alpha};
+    expect_gradcheck(k_unary_cases[i].name, unary_case, &c, 1, &x);
     tsr_tensor_release(x);
   }
 }
@@ -127,28 +132,68 @@ static void test_piecewise_constant_unary_carries_no_gradient(void **state) {
   tsr_tensor_release(x);
 }
 
+// Every differentiable binary function (logical ones take bool: no gradient).
+static const struct {
+  tsr_binary_fn_t fn;
+  double alpha, lo, hi;
+  const char *name;
+} k_binary_cases[] = {
+    {TSR_BINARY_ADD, 1.0, -2, 2, "add"},     {TSR_BINARY_ADD, -0.5, -2, 2, "add alpha"},
+    {TSR_BINARY_SUB, 1.0, -2, 2, "sub"},     {TSR_BINARY_SUB, 2.5, -2, 2, "sub alpha"},
+    {TSR_BINARY_MUL, 1.0, -2, 2, "mul"},     {TSR_BINARY_DIV, 1.0, 0.5, 2, "div"},
+    {TSR_BINARY_MAXIMUM, 1.0, -2, 2, "max"}, {TSR_BINARY_MINIMUM, 1.0, -2, 2, "min"},
+    {TSR_BINARY_POW, 1.0, 0.5, 2, "pow"},
+};
+
+#define BINARY_CASES (sizeof(k_binary_cases) / sizeof(k_binary_cases[0]))
+
 static void test_every_binary_passes_gradcheck_with_broadcasting(void **state) {
   (void)state;
-  static const struct {
-    tsr_binary_fn_t fn;
-    double alpha, lo, hi;
-    const char *name;
-  } cases[] = {
-      {TSR_BINARY_ADD, 1.0, -2, 2, "add"},     {TSR_BINARY_ADD, -0.5, -2, 2, "add alpha"},
-      {TSR_BINARY_SUB, 1.0, -2, 2, "sub"},     {TSR_BINARY_SUB, 2.5, -2, 2, "sub alpha"},
-      {TSR_BINARY_MUL, 1.0, -2, 2, "mul"},     {TSR_BINARY_DIV, 1.0, 0.5, 2, "div"},
-      {TSR_BINARY_MAXIMUM, 1.0, -2, 2, "max"}, {TSR_BINARY_MINIMUM, 1.0, -2, 2, "min"},
-      {TSR_BINARY_POW, 1.0, 0.5, 2, "pow"},
-  };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+  for (size_t i = 0; i < BINARY_CASES; ++i) {
     // a [2, 3, 4] against b [3, 1]: both broadcast.
-    tsr_tensor *in[2] = {rnd(3, (int64_t[]){2, 3, 4}, cases[i].lo, cases[i].hi, 200 + i),
-                         rnd(2, (int64_t[]){3, 1}, cases[i].lo, cases[i].hi, 300 + i)};
-    case_args c = {.fn = cases[i].fn, .alpha = cases[i].alpha};
-    expect_gradcheck(cases[i].name, binary_case, &c, 2, in);
+    tsr_tensor *in[2] = {
+        rnd(3, (int64_t[]){2, 3, 4}, k_binary_cases[i].lo, k_binary_cases[i].hi, 200 + i),
+        rnd(2, (int64_t[]){3, 1}, k_binary_cases[i].lo, k_binary_cases[i].hi, 300 + i)};
+    case_args c = {.fn = k_binary_cases[i].fn, .alpha = k_binary_cases[i].alpha};
+    expect_gradcheck(k_binary_cases[i].name, binary_case, &c, 2, in);
     tsr_tensor_release(in[0]);
     tsr_tensor_release(in[1]);
   }
+}
+
+// The lists above are the gradient checks; this keeps them complete. Every
+// function of the catalogue whose result tracks a gradient has a backward
+// rule, so it must be in its list; one without a rule must not be (a new
+// function with a rule and no check fails here, not silently).
+static void test_every_unary_and_binary_with_a_backward_rule_is_gradchecked(void **state) {
+  (void)state;
+  tsr_tensor *x = rnd(1, (int64_t[]){3}, 0.5, 2, 7);
+  assert_int_equal(tsr_tensor_requires_grad_set(x, 1), TSR_OK);
+  for (int fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
+    if (fn == TSR_UNARY_LOGICAL_NOT) continue;  // bool only
+    tsr_tensor *y = tsr_unary(x, (tsr_unary_fn_t)fn, 0.1);
+    if (y == NULL) fail_msg("unary %d: %s", fn, tsr_last_error());
+    int checked = 0;
+    for (size_t i = 0; i < UNARY_CASES; ++i) checked |= (int)k_unary_cases[i].fn == fn;
+    if (tsr_tensor_requires_grad(y) != checked) {
+      fail_msg("unary %d: %s a backward rule but %s in the gradient checks", fn,
+               tsr_tensor_requires_grad(y) ? "has" : "has no", checked ? "is" : "is not");
+    }
+    tsr_tensor_release(y);
+  }
+  for (int fn = 0; fn < TSR_BINARY_FN_COUNT; ++fn) {
+    if (fn >= TSR_BINARY_LOGICAL_AND && fn <= TSR_BINARY_LOGICAL_XOR) continue;  // bool only
+    tsr_tensor *y = tsr_binary(x, x, (tsr_binary_fn_t)fn, 1.0);
+    if (y == NULL) fail_msg("binary %d: %s", fn, tsr_last_error());
+    int checked = 0;
+    for (size_t i = 0; i < BINARY_CASES; ++i) checked |= (int)k_binary_cases[i].fn == fn;
+    if (tsr_tensor_requires_grad(y) != checked) {
+      fail_msg("binary %d: %s a backward rule but %s in the gradient checks", fn,
+               tsr_tensor_requires_grad(y) ? "has" : "has no", checked ? "is" : "is not");
+    }
+    tsr_tensor_release(y);
+  }
+  tsr_tensor_release(x);
 }
 
 static void test_maximum_splits_the_gradient_of_a_tie(void **state) {
@@ -246,6 +291,45 @@ static void test_prod_gradient_at_zeros_is_the_product_of_the_others(void **stat
 static tsr_tensor *matmul_case(void *user, int32_t n, tsr_tensor *const *in) {
   const case_args *c = user;
   return tsr_matmul_ex(in[0], in[1], n > 2 ? in[2] : NULL, c->fn);
+}
+
+// Linear's layout: y = x @ w^T + bias with w stored [out, in], so the
+// product's second operand is column-major and the rule computes its
+// gradient transposed (operand_grad's first branch), for every activation;
+// and a column-major first operand (a stored transposed).
+static tsr_tensor *linear_layout_case(void *user, int32_t n, tsr_tensor *const *in) {
+  const case_args *c = user;
+  tsr_tensor *wt = tsr_transpose(in[1], 0, 1);
+  tsr_tensor *y = wt ? tsr_matmul_ex(in[0], wt, n > 2 ? in[2] : NULL, c->fn) : NULL;
+  tsr_tensor_release(wt);
+  return y;
+}
+
+static tsr_tensor *transposed_a_case(void *user, int32_t n, tsr_tensor *const *in) {
+  (void)user;
+  (void)n;
+  tsr_tensor *at = tsr_transpose(in[0], 0, 1);
+  tsr_tensor *y = at ? tsr_matmul(at, in[1]) : NULL;
+  tsr_tensor_release(at);
+  return y;
+}
+
+static void test_matmul_on_column_major_operands_passes_gradcheck(void **state) {
+  (void)state;
+  for (tsr_activation_t act = 0; act < TSR_ACTIVATION_COUNT; ++act) {
+    case_args c = {.fn = act};
+    // x [3, 4], w [5, 4], bias [1, 5].
+    tsr_tensor *in[3] = {rnd(2, (int64_t[]){3, 4}, -1, 1, 800 + act),
+                         rnd(2, (int64_t[]){5, 4}, -1, 1, 900 + act),
+                         rnd(2, (int64_t[]){1, 5}, -1, 1, 1000 + act)};
+    expect_gradcheck("x @ w^T + bias", linear_layout_case, &c, 3, in);
+    for (int i = 0; i < 3; ++i) tsr_tensor_release(in[i]);
+  }
+  // a stored [4, 3], used as a^T [3, 4]; b [4, 5].
+  tsr_tensor *in[2] = {rnd(2, (int64_t[]){4, 3}, -1, 1, 1100), rnd(2, (int64_t[]){4, 5}, -1, 1, 1101)};
+  expect_gradcheck("a^T @ b", transposed_a_case, NULL, 2, in);
+  tsr_tensor_release(in[0]);
+  tsr_tensor_release(in[1]);
 }
 
 static void test_matmul_passes_gradcheck_with_bias_activations_and_batches(void **state) {
@@ -352,6 +436,34 @@ static void test_cast_passes_gradients_through(void **state) {
   tsr_gradcheck_result r = {.struct_size = sizeof(r)};
   assert_int_equal(tsr_gradcheck(cast_case, NULL, 1, &x, &o, &r), TSR_OK);
   assert_true(r.passed);
+  tsr_tensor_release(x);
+}
+
+// Moving to another device and back (tsr_tensor_to_device records a cast
+// node whose backward moves the gradient back), with an op on the other
+// device in between.
+static tsr_device *g_other;
+
+static tsr_tensor *to_device_case(void *user, int32_t n, tsr_tensor *const *in) {
+  (void)user;
+  (void)n;
+  tsr_tensor *there = tsr_tensor_to_device(in[0], g_other);
+  tsr_tensor *squared = there ? tsr_mul(there, there) : NULL;
+  tsr_tensor *back = squared ? tsr_tensor_to_device(squared, g_dev) : NULL;
+  tsr_tensor_release(squared);
+  tsr_tensor_release(there);
+  return back;
+}
+
+static void test_moving_between_devices_passes_gradients_through(void **state) {
+  (void)state;
+  g_other = tsr_context_device_find(g_ctx, "ref:0");
+  if (g_other == g_dev || g_other == NULL) {
+    print_message("skipped: the context has no second device (this build tests ref alone)\n");
+    skip();
+  }
+  tsr_tensor *x = rnd(2, (int64_t[]){2, 3}, -1, 1, 1200);
+  expect_gradcheck("to_device", to_device_case, NULL, 1, &x);
   tsr_tensor_release(x);
 }
 
@@ -608,13 +720,16 @@ int main(void) {
       cmocka_unit_test(test_every_differentiable_unary_passes_gradcheck),
       cmocka_unit_test(test_piecewise_constant_unary_carries_no_gradient),
       cmocka_unit_test(test_every_binary_passes_gradcheck_with_broadcasting),
+      cmocka_unit_test(test_every_unary_and_binary_with_a_backward_rule_is_gradchecked),
       cmocka_unit_test(test_maximum_splits_the_gradient_of_a_tie),
       cmocka_unit_test(test_where_and_clamp_pass_gradcheck),
       cmocka_unit_test(test_every_reduction_passes_gradcheck),
       cmocka_unit_test(test_prod_gradient_at_zeros_is_the_product_of_the_others),
       cmocka_unit_test(test_matmul_passes_gradcheck_with_bias_activations_and_batches),
+      cmocka_unit_test(test_matmul_on_column_major_operands_passes_gradcheck),
       cmocka_unit_test(test_views_pass_gradcheck),
       cmocka_unit_test(test_cast_passes_gradients_through),
+      cmocka_unit_test(test_moving_between_devices_passes_gradients_through),
       cmocka_unit_test(test_gradcheck_reports_a_wrong_gradient),
       cmocka_unit_test(test_gradients_accumulate_until_cleared),
       cmocka_unit_test(test_a_tensor_used_twice_gets_the_sum_of_both_paths),

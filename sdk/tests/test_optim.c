@@ -333,6 +333,116 @@ static void test_updates_match_values_worked_by_hand(void **state) {
   ts_expect_values("adam", TSR_FLOAT64, got, (const double[]){0.9, -1.9}, NULL, 2, 0, 1e-7);
   tsr_optimizer_destroy(o);
   tsr_tensor_release(p);
+  // AdamW, lr 0.1, weight decay 0.01, first step: p *= 1 - 0.001 first
+  // (0.999, -1.998), then the same lr * sign(g) move: 0.899, -1.898.
+  p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
+  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  tsr_adamw_options_init(&adam);
+  adam.lr = 0.1;
+  o = tsr_optim_adam(1, &p, NULL, &adam);
+  TS_ASSERT_TENSOR(o);
+  grad_set(p, (const double[]){0.5, -0.25});
+  TS_ASSERT_OK(tsr_optimizer_step(o));
+  read_values(p, got, 2);
+  ts_expect_values("adamw", TSR_FLOAT64, got, (const double[]){0.899, -1.898}, NULL, 2, 0, 1e-7);
+  tsr_optimizer_destroy(o);
+  tsr_tensor_release(p);
+}
+
+// Ops dispatched on the device so far (every dispatch looks its plan up once).
+static uint64_t dispatches(void) {
+  tsr_plan_cache_stats st = {.struct_size = sizeof(st)};
+  TS_ASSERT_OK(tsr_device_plan_cache_stats_get(g_device, &st));
+  return st.hits + st.misses;
+}
+
+// Each parameter's update is one fused op on the device (SGD_UPDATE or
+// ADAM_UPDATE): a step over three parameters of different shapes dispatches
+// exactly three ops, with momentum or Adam's moments in place.
+static void test_a_step_is_one_fused_op_per_parameter(void **state) {
+  (void)state;
+  const int64_t shapes[3][2] = {{3, 4}, {4, 1}, {7, 2}};
+  tsr_tensor *params[3];
+  for (int i = 0; i < 3; ++i) {
+    double v[28];
+    for (int j = 0; j < 28; ++j) v[j] = 0.25 * (j % 5) - 0.5;
+    params[i] = ts_tensor(g_device, TSR_FLOAT32, 2, shapes[i], v);
+    TS_ASSERT_TENSOR(params[i]);
+    TS_ASSERT_OK(tsr_tensor_requires_grad_set(params[i], 1));
+    grad_set(params[i], v);
+  }
+  tsr_sgd_options sgd;
+  tsr_sgd_options_init(&sgd);
+  sgd.momentum = 0.9;
+  sgd.weight_decay = 1e-4;
+  tsr_adam_options adam;
+  tsr_adamw_options_init(&adam);
+  tsr_optimizer *opts[2] = {tsr_optim_sgd(3, params, NULL, &sgd),
+                            tsr_optim_adam(3, params, NULL, &adam)};
+  for (int k = 0; k < 2; ++k) {
+    TS_ASSERT_TENSOR(opts[k]);
+    TS_ASSERT_OK(tsr_optimizer_step(opts[k]));  // the first creates the state
+    uint64_t before = dispatches();
+    TS_ASSERT_OK(tsr_optimizer_step(opts[k]));
+    uint64_t ops = dispatches() - before;
+    if (ops != 3) {
+      fail_msg("%s: a step over 3 parameters dispatched %llu ops", k ? "adamw" : "sgd momentum",
+               (unsigned long long)ops);
+    }
+    tsr_optimizer_destroy(opts[k]);
+  }
+  for (int i = 0; i < 3; ++i) tsr_tensor_release(params[i]);
+}
+
+static void test_nesterov_weight_decay_and_dampening_match_values_worked_by_hand(void **state) {
+  (void)state;
+  const int64_t two[] = {2};
+  double got[2];
+  // Nesterov, lr 0.1, momentum 0.9, weight decay 0.1, g = 0.5, p = (1, -2):
+  //   step 1: g' = g + 0.1 p = (0.6, 0.3); buf = g'; d = g' + 0.9 buf =
+  //           (1.14, 0.57); p = (0.886, -2.057)
+  //   step 2: g' = (0.5886, 0.2943); buf = 0.9 buf + g' = (1.1286, 0.5643);
+  //           d = g' + 0.9 buf = (1.60434, 0.80217); p = (0.725566, -2.137217)
+  tsr_tensor *p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
+  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  tsr_sgd_options sgd;
+  tsr_sgd_options_init(&sgd);
+  sgd.lr = 0.1;
+  sgd.momentum = 0.9;
+  sgd.nesterov = 1;
+  sgd.weight_decay = 0.1;
+  tsr_optimizer *o = tsr_optim_sgd(1, &p, NULL, &sgd);
+  TS_ASSERT_TENSOR(o);
+  grad_set(p, (const double[]){0.5, 0.5});
+  TS_ASSERT_OK(tsr_optimizer_step(o));
+  read_values(p, got, 2);
+  ts_expect_values("nesterov step 1", TSR_FLOAT64, got, (const double[]){0.886, -2.057}, NULL, 2,
+                   1e-13, 0);
+  TS_ASSERT_OK(tsr_optimizer_step(o));
+  read_values(p, got, 2);
+  ts_expect_values("nesterov step 2", TSR_FLOAT64, got, (const double[]){0.725566, -2.137217},
+                   NULL, 2, 1e-13, 0);
+  tsr_optimizer_destroy(o);
+  tsr_tensor_release(p);
+  // Momentum 0.9 with dampening 0.5, lr 0.1, g = 0.5, p = (1, -2): the first
+  // step takes buf = g undamped (PyTorch's rule): p = (0.95, -2.05); then
+  // buf = 0.9 * 0.5 + 0.5 * 0.5 = 0.7: p = (0.88, -2.12).
+  p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
+  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  tsr_sgd_options_init(&sgd);
+  sgd.lr = 0.1;
+  sgd.momentum = 0.9;
+  sgd.dampening = 0.5;
+  o = tsr_optim_sgd(1, &p, NULL, &sgd);
+  TS_ASSERT_TENSOR(o);
+  grad_set(p, (const double[]){0.5, 0.5});
+  TS_ASSERT_OK(tsr_optimizer_step(o));
+  TS_ASSERT_OK(tsr_optimizer_step(o));
+  read_values(p, got, 2);
+  ts_expect_values("dampening", TSR_FLOAT64, got, (const double[]){0.88, -2.12}, NULL, 2, 1e-13,
+                   0);
+  tsr_optimizer_destroy(o);
+  tsr_tensor_release(p);
 }
 
 static void test_sgd_trajectories_match_float64_model(void **state) {
@@ -916,6 +1026,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options_init_sets_pytorch_defaults),
       cmocka_unit_test(test_updates_match_values_worked_by_hand),
+      cmocka_unit_test(test_nesterov_weight_decay_and_dampening_match_values_worked_by_hand),
+      cmocka_unit_test(test_a_step_is_one_fused_op_per_parameter),
       cmocka_unit_test(test_sgd_trajectories_match_float64_model),
       cmocka_unit_test(test_adam_and_adamw_trajectories_match_float64_model),
       cmocka_unit_test(test_parameters_without_grad_are_skipped_and_keep_their_state),

@@ -146,8 +146,10 @@ TSR_API tsr_status tsr_context_rng_offset_set(tsr_context *context, uint64_t off
 // RNG_FILL's offset. Thread-safe (atomic).
 TSR_API uint64_t tsr_context_rng_claim(tsr_context *context, uint64_t count);
 // While on, every plan is created with TSR_PLAN_REQUIRE_DETERMINISM: a plugin
-// that cannot make an op bit-reproducible refuses the plan (and the fallback
-// policy decides). Off by default. Thread-safe.
+// that cannot make an op bit-reproducible refuses the plan, a plan it returns
+// without TSR_PLAN_INFO_DETERMINISTIC is refused by the core, and the fallback
+// policy decides (deny: TSR_UNSUPPORTED with the reason). Off by default.
+// Thread-safe.
 TSR_API tsr_status tsr_context_deterministic_set(tsr_context *context, int enabled);
 TSR_API int tsr_context_deterministic(const tsr_context *context);
 
