@@ -38,34 +38,11 @@
 static tsr_context *context_new(tsr_fallback_policy_t policy) {
   static char path[8192];
   snprintf(path, sizeof(path), "%s:%s", REF, NONDET);
-  tsr_context_options options;
-  tsr_context_options_init(&options);
-  options.plugin_path = path;
-  options.device = "nondet:0";
-  options.fallback = policy;
-  options.flags = TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
-  tsr_context *context = NULL;
-  tsr_status status = tsr_context_create(&options, &context);
-  if (status != TSR_OK) {
-    fail_msg("context_create(%s): %s: %s", path, tsr_status_name(status), tsr_last_error());
-  }
-  assert_string_equal(tsr_device_name(tsr_context_default_device(context)), "nondet:0");
-  return context;
+  return test_context_on(path, "nondet:0", policy);
 }
 
 static uint64_t fallback_ops(const tsr_context *context) {
-  tsr_fallback_stats stats;
-  memset(&stats, 0, sizeof(stats));
-  stats.struct_size = sizeof(stats);
-  CHECK_OK(tsr_context_fallback_stats_get(context, &stats));
-  return stats.ops;
-}
-
-static tsr_tensor *floats(tsr_device *device, int32_t rank, const int64_t *sizes,
-                          const float *data) {
-  tsr_tensor *t = tsr_tensor_from_host(device, TSR_FLOAT32, rank, sizes, data);
-  CHECK_TENSOR(t);
-  return t;
+  return test_fallback_stats(context).ops;
 }
 
 static void message_mentions(const char *message, const char *needle) {
@@ -84,7 +61,7 @@ typedef struct op_result {
 } op_result;
 
 static op_result sum_run(tsr_device *device) {
-  tsr_tensor *x = floats(device, 1, (int64_t[]){6}, (float[]){1, 2, 3, 4, 5, 6});
+  tsr_tensor *x = test_floats(device, 1, (int64_t[]){6}, (float[]){1, 2, 3, 4, 5, 6});
   op_result r;
   tsr_last_error_clear();
   r.out = tsr_reduce(x, TSR_REDUCE_SUM, 0, NULL, 0);
@@ -95,8 +72,8 @@ static op_result sum_run(tsr_device *device) {
 }
 
 static op_result matmul_run(tsr_device *device) {
-  tsr_tensor *a = floats(device, 2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4});
-  tsr_tensor *b = floats(device, 2, (int64_t[]){2, 2}, (float[]){5, 6, 7, 8});
+  tsr_tensor *a = test_floats(device, 2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4});
+  tsr_tensor *b = test_floats(device, 2, (int64_t[]){2, 2}, (float[]){5, 6, 7, 8});
   op_result r;
   tsr_last_error_clear();
   r.out = tsr_matmul(a, b);
@@ -118,8 +95,28 @@ static void values_are(const op_result *r, tsr_device *device, int64_t n, const 
   }
 }
 
+// A refused op under the deny policy: no result, TSR_UNSUPPORTED, and a
+// message naming the op and device, the reason, and the policy.
+static void expect_denied(const op_result *r, const char *op_on_device, const char *reason) {
+  if (r->out != NULL) fail_msg("%s ran although its plan must be refused", op_on_device);
+  assert_int_equal(r->status, TSR_UNSUPPORTED);
+  message_mentions(r->message, op_on_device);
+  message_mentions(r->message, reason);
+  message_mentions(r->message, "denied");
+}
+
 static const float k_sum[1] = {21};
 static const float k_product[4] = {19, 22, 43, 50};
+
+// Both ops run on the device itself, with the right values, no fallback.
+static void both_run_on_the_device(tsr_context *context, tsr_device *device) {
+  op_result sum = sum_run(device), product = matmul_run(device);
+  values_are(&sum, device, 1, k_sum);
+  values_are(&product, device, 4, k_product);
+  assert_int_equal(fallback_ops(context), 0);
+  tsr_tensor_release(product.out);
+  tsr_tensor_release(sum.out);
+}
 
 // ---------------------------------------------------------------------------
 // Tests.
@@ -132,12 +129,7 @@ static void test_with_the_switch_off_the_device_runs_plans_not_marked_determinis
   tsr_context *context = context_new(TSR_FALLBACK_DENY);
   tsr_device *device = tsr_context_default_device(context);
   assert_int_equal(tsr_context_deterministic(context), 0);
-  op_result sum = sum_run(device), product = matmul_run(device);
-  values_are(&sum, device, 1, k_sum);
-  values_are(&product, device, 4, k_product);
-  assert_int_equal(fallback_ops(context), 0);
-  tsr_tensor_release(product.out);
-  tsr_tensor_release(sum.out);
+  both_run_on_the_device(context, device);
   tsr_context_destroy(context);
 }
 
@@ -152,36 +144,21 @@ static void test_with_the_switch_on_and_fallback_denied_both_plans_are_refused_w
   CHECK_OK(tsr_context_deterministic_set(context, 1));
 
   op_result sum = sum_run(device);
-  assert_null(sum.out);
-  assert_int_equal(sum.status, TSR_UNSUPPORTED);
-  message_mentions(sum.message, "reduce on nondet:0");
-  message_mentions(sum.message, "refused under TSR_PLAN_REQUIRE_DETERMINISM");
-  message_mentions(sum.message, "denied");
+  expect_denied(&sum, "reduce on nondet:0", "refused under TSR_PLAN_REQUIRE_DETERMINISM");
   tsr_context_error_clear(context);
-
   op_result product = matmul_run(device);
-  assert_null(product.out);
-  assert_int_equal(product.status, TSR_UNSUPPORTED);
-  message_mentions(product.message, "matmul on nondet:0");
-  message_mentions(product.message, "not marked bit-reproducible");
-  message_mentions(product.message, "denied");
+  expect_denied(&product, "matmul on nondet:0", "not marked bit-reproducible");
   tsr_context_error_clear(context);
 
   // Addition's plans are ref's, marked deterministic: no refusal.
-  tsr_tensor *a = floats(device, 1, (int64_t[]){2}, (float[]){1, 2});
+  tsr_tensor *a = test_floats(device, 1, (int64_t[]){2}, (float[]){1, 2});
   tsr_tensor *c = tsr_add(a, a);
   CHECK_TENSOR(c);
   tsr_tensor_release(c);
   tsr_tensor_release(a);
 
   CHECK_OK(tsr_context_deterministic_set(context, 0));
-  sum = sum_run(device);
-  product = matmul_run(device);
-  values_are(&sum, device, 1, k_sum);
-  values_are(&product, device, 4, k_product);
-  assert_int_equal(fallback_ops(context), 0);
-  tsr_tensor_release(product.out);
-  tsr_tensor_release(sum.out);
+  both_run_on_the_device(context, device);
   tsr_context_destroy(context);
 }
 

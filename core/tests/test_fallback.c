@@ -42,34 +42,7 @@ static const char *both_plugins(void) {
 }
 
 static tsr_context *context_new(const char *plugin_path, tsr_fallback_policy_t policy) {
-  tsr_context_options options;
-  tsr_context_options_init(&options);
-  options.plugin_path = plugin_path;
-  options.device = "partial:0";
-  options.fallback = policy;
-  options.flags = TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
-  tsr_context *context = NULL;
-  tsr_status status = tsr_context_create(&options, &context);
-  if (status != TSR_OK) {
-    fail_msg("context_create(%s): %s: %s", plugin_path, tsr_status_name(status), tsr_last_error());
-  }
-  assert_string_equal(tsr_device_name(tsr_context_default_device(context)), "partial:0");
-  return context;
-}
-
-static tsr_fallback_stats fallback_stats(const tsr_context *context) {
-  tsr_fallback_stats stats;
-  memset(&stats, 0, sizeof(stats));
-  stats.struct_size = sizeof(stats);
-  CHECK_OK(tsr_context_fallback_stats_get(context, &stats));
-  return stats;
-}
-
-static tsr_tensor *floats(tsr_device *device, int32_t rank, const int64_t *sizes,
-                          const float *data) {
-  tsr_tensor *t = tsr_tensor_from_host(device, TSR_FLOAT32, rank, sizes, data);
-  CHECK_TENSOR(t);
-  return t;
+  return test_context_on(plugin_path, "partial:0", policy);
 }
 
 static void values_equal(const tsr_tensor *t, int64_t n, const float *expected) {
@@ -93,8 +66,8 @@ static void message_mentions(const char *message, const char *needle) {
 
 // Runs a + b on |device| and checks the result.
 static void add_falls_back(tsr_device *device) {
-  tsr_tensor *a = floats(device, 1, (int64_t[]){4}, (float[]){1, 2, 3, 4});
-  tsr_tensor *b = floats(device, 1, (int64_t[]){4}, (float[]){10, 20, 30, 40});
+  tsr_tensor *a = test_floats(device, 1, (int64_t[]){4}, (float[]){1, 2, 3, 4});
+  tsr_tensor *b = test_floats(device, 1, (int64_t[]){4}, (float[]){10, 20, 30, 40});
   tsr_tensor *c = tsr_add(a, b);
   CHECK_TENSOR(c);
   assert_ptr_equal(tsr_tensor_device(c), device);
@@ -106,8 +79,8 @@ static void add_falls_back(tsr_device *device) {
 
 // Expects a + b on |device| to be refused by the deny policy.
 static void add_is_denied(tsr_device *device) {
-  tsr_tensor *a = floats(device, 1, (int64_t[]){4}, (float[]){1, 2, 3, 4});
-  tsr_tensor *b = floats(device, 1, (int64_t[]){4}, (float[]){10, 20, 30, 40});
+  tsr_tensor *a = test_floats(device, 1, (int64_t[]){4}, (float[]){1, 2, 3, 4});
+  tsr_tensor *b = test_floats(device, 1, (int64_t[]){4}, (float[]){10, 20, 30, 40});
   tsr_last_error_clear();
   tsr_tensor *c = tsr_add(a, b);
   tsr_status status = tsr_last_status();
@@ -215,7 +188,7 @@ static void test_ops_partial_offers_run_on_partial_without_fallback(void **state
   double got[3];
   CHECK_OK(tsr_tensor_to_host(d, got, sizeof(got)));
   assert_true(got[0] == 2.5 && got[2] == 2.5);
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   assert_int_equal(stats.ops, 0);
   assert_int_equal(stats.copies, 0);
   assert_int_equal(stats.refusals, 0);
@@ -235,7 +208,7 @@ static void test_add_on_partial_falls_back_to_ref_silently_under_allow(void **st
   capture_begin();
   add_falls_back(partial);
   char *log = capture_end();
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   int warnings = lines_with(log, "partial:0", "binary");
   char copy[512];
   snprintf(copy, sizeof(copy), "%s", log);
@@ -249,7 +222,7 @@ static void test_add_on_partial_falls_back_to_ref_silently_under_allow(void **st
   if (warnings != 0) fail_msg("allow logged a fallback warning: %s", copy);
   uint64_t copies = stats.copies;
   add_falls_back(partial);
-  stats = fallback_stats(context);
+  stats = test_fallback_stats(context);
   assert_int_equal(stats.ops, 2);
   assert_int_equal(stats.copies, 2 * copies);
   tsr_context_destroy(context);
@@ -275,7 +248,7 @@ static void test_fallback_under_warn_runs_and_warns_once_per_op(void **state) {
   CHECK_TENSOR(n1);
   CHECK_TENSOR(n2);
   values_equal(n2, 2, (float[]){-1, 2});
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   tsr_tensor_release(n2);
   tsr_tensor_release(n1);
   tsr_tensor_release(x);
@@ -292,7 +265,7 @@ static void test_fallback_under_deny_is_refused_with_the_op_and_policy_named(voi
   tsr_context *context = context_new(both_plugins(), TSR_FALLBACK_DENY);
   tsr_device *partial = tsr_context_default_device(context);
   add_is_denied(partial);
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   assert_int_equal(stats.refusals, 1);
   assert_int_equal(stats.ops, 0);
   assert_int_equal(stats.copies, 0);
@@ -301,11 +274,11 @@ static void test_fallback_under_deny_is_refused_with_the_op_and_policy_named(voi
   message_mentions(tsr_context_error_message(context), "binary");
   tsr_context_error_clear(context);
   // tsr_binary_out is refused the same way, and counted.
-  tsr_tensor *a = floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
+  tsr_tensor *a = test_floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
   assert_int_equal(tsr_binary_out(a, a, a, TSR_BINARY_MUL, 1.0), TSR_UNSUPPORTED);
   values_equal(a, 2, (float[]){1, 2});
   tsr_tensor_release(a);
-  assert_int_equal(fallback_stats(context).refusals, 2);
+  assert_int_equal(test_fallback_stats(context).refusals, 2);
   tsr_context_destroy(context);
 }
 
@@ -314,7 +287,7 @@ static void test_fallback_without_a_ref_plugin_fails_with_a_clear_message(void *
   tsr_context *context = context_new(PARTIAL, TSR_FALLBACK_ALLOW);
   tsr_device *partial = tsr_context_default_device(context);
   assert_null(tsr_context_device_find(context, "ref"));
-  tsr_tensor *a = floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
+  tsr_tensor *a = test_floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
   tsr_last_error_clear();
   tsr_tensor *c = tsr_add(a, a);
   tsr_status status = tsr_last_status();
@@ -322,7 +295,7 @@ static void test_fallback_without_a_ref_plugin_fails_with_a_clear_message(void *
   snprintf(message, sizeof(message), "%s", tsr_last_error());
   tsr_tensor_release(c);
   tsr_tensor_release(a);
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   tsr_context_destroy(context);
   assert_null(c);
   assert_int_equal(status, TSR_UNSUPPORTED);
@@ -367,7 +340,7 @@ static void test_fallback_policy_set_changes_a_live_context(void **state) {
   tsr_context_error_clear(context);
   CHECK_OK(tsr_context_fallback_policy_set(context, TSR_FALLBACK_ALLOW));
   add_falls_back(partial);
-  tsr_fallback_stats stats = fallback_stats(context);
+  tsr_fallback_stats stats = test_fallback_stats(context);
   assert_int_equal(stats.ops, 2);
   assert_int_equal(stats.refusals, 1);
   assert_int_equal(tsr_context_fallback_policy_set(context, 5), TSR_INVALID_ARGUMENT);
@@ -380,8 +353,8 @@ static void test_in_place_fallback_writes_into_the_aliased_input(void **state) {
   (void)state;
   tsr_context *context = context_new(both_plugins(), TSR_FALLBACK_ALLOW);
   tsr_device *partial = tsr_context_default_device(context);
-  tsr_tensor *a = floats(partial, 1, (int64_t[]){3}, (float[]){1, 2, 3});
-  tsr_tensor *b = floats(partial, 1, (int64_t[]){3}, (float[]){10, 20, 30});
+  tsr_tensor *a = test_floats(partial, 1, (int64_t[]){3}, (float[]){1, 2, 3});
+  tsr_tensor *b = test_floats(partial, 1, (int64_t[]){3}, (float[]){10, 20, 30});
   uint64_t version = tsr_tensor_storage_version(a);
   CHECK_OK(tsr_binary_out(a, a, b, TSR_BINARY_ADD, 1.0));
   values_equal(a, 3, (float[]){11, 22, 33});
@@ -396,14 +369,14 @@ static void test_fallback_keeps_the_offsets_and_strides_of_views(void **state) {
   (void)state;
   tsr_context *context = context_new(both_plugins(), TSR_FALLBACK_ALLOW);
   tsr_device *partial = tsr_context_default_device(context);
-  tsr_tensor *a = floats(partial, 2, (int64_t[]){2, 3}, (float[]){0, 1, 2, 3, 4, 5});
+  tsr_tensor *a = test_floats(partial, 2, (int64_t[]){2, 3}, (float[]){0, 1, 2, 3, 4, 5});
   tsr_tensor *at = tsr_transpose(a, 0, 1);  // [3, 2]: 0 3 / 1 4 / 2 5
   CHECK_TENSOR(at);
   tsr_tensor *rows = tsr_slice(at, 0, 1, 3, 1);  // 1 4 / 2 5, offset 1
   CHECK_TENSOR(rows);
-  tsr_tensor *b = floats(partial, 2, (int64_t[]){2, 2}, (float[]){100, 100, 100, 100});
+  tsr_tensor *b = test_floats(partial, 2, (int64_t[]){2, 2}, (float[]){100, 100, 100, 100});
   // The output is a view into a larger tensor whose other elements must survive.
-  tsr_tensor *big = floats(partial, 2, (int64_t[]){3, 2}, (float[]){-1, -2, -3, -4, -5, -6});
+  tsr_tensor *big = test_floats(partial, 2, (int64_t[]){3, 2}, (float[]){-1, -2, -3, -4, -5, -6});
   tsr_tensor *out = tsr_slice(big, 0, 1, 3, 1);
   CHECK_TENSOR(out);
   CHECK_OK(tsr_binary_out(out, rows, b, TSR_BINARY_ADD, 1.0));
@@ -419,10 +392,10 @@ static void test_each_context_applies_its_own_fallback_policy(void **state) {
   tsr_context *allowing = context_new(both_plugins(), TSR_FALLBACK_ALLOW);
   tsr_context *denying = context_new(both_plugins(), TSR_FALLBACK_DENY);
   tsr_device *partial = tsr_context_default_device(denying);
-  tsr_tensor *a = floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
+  tsr_tensor *a = test_floats(partial, 1, (int64_t[]){2}, (float[]){1, 2});
   tsr_tensor *c = tsr_add(a, a);
-  tsr_fallback_stats denied = fallback_stats(denying);
-  tsr_fallback_stats allowed = fallback_stats(allowing);
+  tsr_fallback_stats denied = test_fallback_stats(denying);
+  tsr_fallback_stats allowed = test_fallback_stats(allowing);
   tsr_tensor_release(c);
   tsr_tensor_release(a);
   tsr_context_destroy(denying);

@@ -1346,17 +1346,24 @@ static tsr_module *mlp(tsr_device *device) {
   return tsr_nn_sequential(3, layers);
 }
 
-// One SGD step: forward, cross-entropy, backward, p -= lr * grad under
-// no_grad. Returns the loss before the step. Runs inside a scope.
-static double sgd_step(tsr_module *net, tsr_tensor *x, tsr_tensor *y, double lr) {
-  size_t mark = tsr_scope_begin();
-  tsr_module_zero_grad(net);
+// Forward, cross-entropy and backward (gradients cleared before by the
+// caller); returns the loss. Call inside a scope.
+static double loss_backward(tsr_module *net, tsr_tensor *x, tsr_tensor *y) {
   tsr_tensor *logits = tsr_module_forward(net, x);
   TS_ASSERT_TENSOR(logits);
   tsr_tensor *loss = tsr_nn_cross_entropy(logits, y, TSR_REDUCTION_MEAN, 0);
   TS_ASSERT_TENSOR(loss);
   double value = scalar(loss);
   TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
+  return value;
+}
+
+// One SGD step written with tensor ops: p -= lr * grad under no_grad.
+// Returns the loss before the step.
+static double sgd_step(tsr_module *net, tsr_tensor *x, tsr_tensor *y, double lr) {
+  size_t mark = tsr_scope_begin();
+  tsr_module_zero_grad(net);
+  double value = loss_backward(net, x, y);
   int prev = tsr_grad_mode_set(0);
   for (int32_t i = 0; i < tsr_module_parameter_count(net); ++i) {
     tsr_tensor *p = NULL;
@@ -1420,17 +1427,11 @@ static void parameters_copy(tsr_module *dst, const tsr_module *src) {
   }
 }
 
-// One step through a fused optimizer: zero_grad, forward, cross-entropy,
-// backward, tsr_optimizer_step. Returns the loss before the step.
+// One step through a fused optimizer; returns the loss before the step.
 static double optimizer_step(tsr_module *net, tsr_optimizer *opt, tsr_tensor *x, tsr_tensor *y) {
   size_t mark = tsr_scope_begin();
   tsr_optimizer_zero_grad(opt);
-  tsr_tensor *logits = tsr_module_forward(net, x);
-  TS_ASSERT_TENSOR(logits);
-  tsr_tensor *loss = tsr_nn_cross_entropy(logits, y, TSR_REDUCTION_MEAN, 0);
-  TS_ASSERT_TENSOR(loss);
-  double value = scalar(loss);
-  TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
+  double value = loss_backward(net, x, y);
   TS_ASSERT_OK(tsr_optimizer_step(opt));
   tsr_scope_end(mark);
   return value;

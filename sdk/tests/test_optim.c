@@ -287,65 +287,94 @@ static void test_options_init_sets_pytorch_defaults(void **state) {
   assert_true(adam.lr == 1e-3 && adam.weight_decay == 0.01 && adam.decoupled_weight_decay == 1);
 }
 
+// The hand-worked cases: one float64 parameter of two elements.
+static tsr_tensor *hand_param(double a, double b) {
+  tsr_tensor *p = ts_tensor(g_device, TSR_FLOAT64, 1, (const int64_t[]){2}, (const double[]){a, b});
+  TS_ASSERT_TENSOR(p);
+  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  return p;
+}
+
+// Takes |steps| steps of |o| (which owns a reference to |p|; destroyed here)
+// with p's gradient held at |g|, then checks p against |want|.
+static void expect_after_steps(const char *what, tsr_optimizer *o, tsr_tensor *p, const double *g,
+                               int steps, const double *want, double atol, double rtol) {
+  TS_ASSERT_TENSOR(o);
+  grad_set(p, g);
+  for (int i = 0; i < steps; ++i) TS_ASSERT_OK(tsr_optimizer_step(o));
+  double got[2];
+  read_values(p, got, 2);
+  ts_expect_values(what, TSR_FLOAT64, got, want, NULL, 2, atol, rtol);
+  tsr_optimizer_destroy(o);
+}
+
 static void test_updates_match_values_worked_by_hand(void **state) {
   (void)state;
-  const int64_t two[] = {2};
-  double got[2];
   // SGD, lr 0.1: p - 0.1 g.
-  tsr_tensor *p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
-  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  tsr_tensor *p = hand_param(1, -2);
   tsr_sgd_options sgd;
   tsr_sgd_options_init(&sgd);
   sgd.lr = 0.1;
-  tsr_optimizer *o = tsr_optim_sgd(1, &p, NULL, &sgd);
-  TS_ASSERT_TENSOR(o);
-  grad_set(p, (const double[]){0.5, 0.25});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("sgd", TSR_FLOAT64, got, (const double[]){0.95, -2.025}, NULL, 2, 1e-14, 0);
-  tsr_optimizer_destroy(o);
+  expect_after_steps("sgd", tsr_optim_sgd(1, &p, NULL, &sgd), p, (const double[]){0.5, 0.25}, 1,
+                     (const double[]){0.95, -2.025}, 1e-14, 0);
   // Momentum 0.9 from there, two steps of g = 0.5: buf 0.5 then
   // 0.9 * 0.5 + 0.5 = 0.95; p = 0.95 - 0.1 * 0.5 = 0.9, then 0.9 - 0.1 * 0.95
   // = 0.805 (and -2.025 - 0.05 - 0.095 = -2.17).
   sgd.momentum = 0.9;
-  o = tsr_optim_sgd(1, &p, NULL, &sgd);
-  TS_ASSERT_TENSOR(o);
   TS_ASSERT_OK(tsr_tensor_grad_set(p, NULL));
-  grad_set(p, (const double[]){0.5, 0.5});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("sgd momentum", TSR_FLOAT64, got, (const double[]){0.805, -2.17}, NULL, 2, 1e-14,
-                   0);
-  tsr_optimizer_destroy(o);
+  expect_after_steps("sgd momentum", tsr_optim_sgd(1, &p, NULL, &sgd), p,
+                     (const double[]){0.5, 0.5}, 2, (const double[]){0.805, -2.17}, 1e-14, 0);
   tsr_tensor_release(p);
   // Adam, lr 0.1, first step: m^ = g and v^ = g^2, so p moves by lr * sign(g).
-  p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
-  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  p = hand_param(1, -2);
   tsr_adam_options adam;
   tsr_adam_options_init(&adam);
   adam.lr = 0.1;
-  o = tsr_optim_adam(1, &p, NULL, &adam);
-  TS_ASSERT_TENSOR(o);
-  grad_set(p, (const double[]){0.5, -0.25});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("adam", TSR_FLOAT64, got, (const double[]){0.9, -1.9}, NULL, 2, 0, 1e-7);
-  tsr_optimizer_destroy(o);
+  expect_after_steps("adam", tsr_optim_adam(1, &p, NULL, &adam), p, (const double[]){0.5, -0.25},
+                     1, (const double[]){0.9, -1.9}, 0, 1e-7);
   tsr_tensor_release(p);
   // AdamW, lr 0.1, weight decay 0.01, first step: p *= 1 - 0.001 first
   // (0.999, -1.998), then the same lr * sign(g) move: 0.899, -1.898.
-  p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
-  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
+  p = hand_param(1, -2);
   tsr_adamw_options_init(&adam);
   adam.lr = 0.1;
-  o = tsr_optim_adam(1, &p, NULL, &adam);
-  TS_ASSERT_TENSOR(o);
-  grad_set(p, (const double[]){0.5, -0.25});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("adamw", TSR_FLOAT64, got, (const double[]){0.899, -1.898}, NULL, 2, 0, 1e-7);
-  tsr_optimizer_destroy(o);
+  expect_after_steps("adamw", tsr_optim_adam(1, &p, NULL, &adam), p, (const double[]){0.5, -0.25},
+                     1, (const double[]){0.899, -1.898}, 0, 1e-7);
+  tsr_tensor_release(p);
+}
+
+static void test_nesterov_weight_decay_and_dampening_match_values_worked_by_hand(void **state) {
+  (void)state;
+  // Nesterov, lr 0.1, momentum 0.9, weight decay 0.1, g = 0.5, p = (1, -2):
+  //   step 1: g' = g + 0.1 p = (0.6, 0.3); buf = g'; d = g' + 0.9 buf =
+  //           (1.14, 0.57); p = (0.886, -2.057)
+  //   step 2: g' = (0.5886, 0.2943); buf = 0.9 buf + g' = (1.1286, 0.5643);
+  //           d = g' + 0.9 buf = (1.60434, 0.80217); p = (0.725566, -2.137217)
+  tsr_sgd_options sgd;
+  tsr_sgd_options_init(&sgd);
+  sgd.lr = 0.1;
+  sgd.momentum = 0.9;
+  sgd.nesterov = 1;
+  sgd.weight_decay = 0.1;
+  for (int steps = 1; steps <= 2; ++steps) {
+    tsr_tensor *p = hand_param(1, -2);
+    expect_after_steps(steps == 1 ? "nesterov, 1 step" : "nesterov, 2 steps",
+                       tsr_optim_sgd(1, &p, NULL, &sgd), p, (const double[]){0.5, 0.5}, steps,
+                       steps == 1 ? (const double[]){0.886, -2.057}
+                                  : (const double[]){0.725566, -2.137217},
+                       1e-13, 0);
+    tsr_tensor_release(p);
+  }
+  // Momentum 0.9 with dampening 0.5, lr 0.1, g = 0.5, p = (1, -2): the first
+  // step takes buf = g undamped (PyTorch's rule): p = (0.95, -2.05); then
+  // buf = 0.9 * 0.5 + 0.5 * 0.5 = 0.7: p = (0.88, -2.12).
+  tsr_sgd_options_init(&sgd);
+  sgd.lr = 0.1;
+  sgd.momentum = 0.9;
+  sgd.dampening = 0.5;
+  tsr_tensor *p = hand_param(1, -2);
+  expect_after_steps("dampening", tsr_optim_sgd(1, &p, NULL, &sgd), p, (const double[]){0.5, 0.5},
+                     2, (const double[]){0.88, -2.12}, 1e-13, 0);
   tsr_tensor_release(p);
 }
 
@@ -392,57 +421,6 @@ static void test_a_step_is_one_fused_op_per_parameter(void **state) {
     tsr_optimizer_destroy(opts[k]);
   }
   for (int i = 0; i < 3; ++i) tsr_tensor_release(params[i]);
-}
-
-static void test_nesterov_weight_decay_and_dampening_match_values_worked_by_hand(void **state) {
-  (void)state;
-  const int64_t two[] = {2};
-  double got[2];
-  // Nesterov, lr 0.1, momentum 0.9, weight decay 0.1, g = 0.5, p = (1, -2):
-  //   step 1: g' = g + 0.1 p = (0.6, 0.3); buf = g'; d = g' + 0.9 buf =
-  //           (1.14, 0.57); p = (0.886, -2.057)
-  //   step 2: g' = (0.5886, 0.2943); buf = 0.9 buf + g' = (1.1286, 0.5643);
-  //           d = g' + 0.9 buf = (1.60434, 0.80217); p = (0.725566, -2.137217)
-  tsr_tensor *p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
-  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
-  tsr_sgd_options sgd;
-  tsr_sgd_options_init(&sgd);
-  sgd.lr = 0.1;
-  sgd.momentum = 0.9;
-  sgd.nesterov = 1;
-  sgd.weight_decay = 0.1;
-  tsr_optimizer *o = tsr_optim_sgd(1, &p, NULL, &sgd);
-  TS_ASSERT_TENSOR(o);
-  grad_set(p, (const double[]){0.5, 0.5});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("nesterov step 1", TSR_FLOAT64, got, (const double[]){0.886, -2.057}, NULL, 2,
-                   1e-13, 0);
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("nesterov step 2", TSR_FLOAT64, got, (const double[]){0.725566, -2.137217},
-                   NULL, 2, 1e-13, 0);
-  tsr_optimizer_destroy(o);
-  tsr_tensor_release(p);
-  // Momentum 0.9 with dampening 0.5, lr 0.1, g = 0.5, p = (1, -2): the first
-  // step takes buf = g undamped (PyTorch's rule): p = (0.95, -2.05); then
-  // buf = 0.9 * 0.5 + 0.5 * 0.5 = 0.7: p = (0.88, -2.12).
-  p = ts_tensor(g_device, TSR_FLOAT64, 1, two, (const double[]){1, -2});
-  TS_ASSERT_OK(tsr_tensor_requires_grad_set(p, 1));
-  tsr_sgd_options_init(&sgd);
-  sgd.lr = 0.1;
-  sgd.momentum = 0.9;
-  sgd.dampening = 0.5;
-  o = tsr_optim_sgd(1, &p, NULL, &sgd);
-  TS_ASSERT_TENSOR(o);
-  grad_set(p, (const double[]){0.5, 0.5});
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  TS_ASSERT_OK(tsr_optimizer_step(o));
-  read_values(p, got, 2);
-  ts_expect_values("dampening", TSR_FLOAT64, got, (const double[]){0.88, -2.12}, NULL, 2, 1e-13,
-                   0);
-  tsr_optimizer_destroy(o);
-  tsr_tensor_release(p);
 }
 
 static void test_sgd_trajectories_match_float64_model(void **state) {
