@@ -7,6 +7,16 @@
 
 #include "tessera/tessera.h"
 
+// The exit status ctest counts as skipped (SKIP_RETURN_CODE in CMake).
+#define SKIP_CODE 77
+
+// The ref plugin the build made, or NULL when the build did not pass it.
+#ifdef TSR_TEST_REF_PLUGIN
+#define REF TSR_TEST_REF_PLUGIN
+#else
+#define REF NULL
+#endif
+
 #define CHECK_OK(expr)                                                                 \
   do {                                                                                 \
     tsr_status check_status_ = (expr);                                                 \

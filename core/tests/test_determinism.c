@@ -17,13 +17,6 @@
 
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
-#ifdef TSR_TEST_REF_PLUGIN
-#define REF TSR_TEST_REF_PLUGIN
-#else
-#define REF NULL
-#endif
 #ifdef TSR_TEST_NONDET_PLUGIN
 #define NONDET TSR_TEST_NONDET_PLUGIN
 #else

@@ -16,13 +16,6 @@
 
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
-#ifdef TSR_TEST_REF_PLUGIN
-#define REF TSR_TEST_REF_PLUGIN
-#else
-#define REF NULL
-#endif
 #ifdef TSR_TEST_PARTIAL_PLUGIN
 #define PARTIAL TSR_TEST_PARTIAL_PLUGIN
 #else

@@ -18,13 +18,6 @@
 
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
-#ifdef TSR_TEST_REF_PLUGIN
-#define REF TSR_TEST_REF_PLUGIN
-#else
-#define REF NULL
-#endif
 #ifdef TSR_TEST_ASYNC_PLUGIN
 #define ASYNC TSR_TEST_ASYNC_PLUGIN
 #else

@@ -21,8 +21,6 @@
 #include "plan_cache.h"
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
 #include "test_check.h"
 
 

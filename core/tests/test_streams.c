@@ -26,8 +26,6 @@
 #include "runtime.h"  // struct tsr_stream: its plugin handle stands in for a native queue
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
 // Every kernel sleeps this long before it runs.
 #define DELAY_MS 100
 #define N 256

@@ -15,8 +15,6 @@
 
 #include "tessera/tessera.h"
 
-#define SKIP_CODE 77
-
 typedef struct fixture {
   tsr_context *context;
   tsr_device *device;
