@@ -13,6 +13,16 @@ double bench_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int bench_double_compare(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double bench_median(double *values, size_t count) {
+  qsort(values, count, sizeof(double), bench_double_compare);
+  return values[count / 2];
+}
+
 void bench_json_string(FILE *out, const char *text) {
   fputc('"', out);
   for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; ++p) {

@@ -62,6 +62,10 @@ void bench_extra_set(const char *key, double value);
 // Monotonic time in seconds.
 double bench_now(void);
 
+// Sorts |values| ascending in place and returns the middle one (the upper of
+// the two middles for an even |count| >= 1). Thread-safe on distinct arrays.
+double bench_median(double *values, size_t count);
+
 // Writes |text| as a JSON string literal (with quotes) to |out|.
 void bench_json_string(FILE *out, const char *text);
 

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_protocol.h"
 #include "tessera/tessera.h"
 
 #ifndef TSR_BENCH_REF_PATH
@@ -31,22 +31,6 @@
 #define OPS_PER_RUN 100000
 #define MATMUL_SIZE 512
 #define MATMUL_RUNS 9
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), compare_doubles);
-  return v[n / 2];
-}
 
 static int fail(const char *what) {
   fprintf(stderr, "tsr-dispatch-bench: %s: %s\n", what, tsr_last_error());
@@ -74,16 +58,16 @@ static int bench_dispatch(tsr_device *device) {
     if (tsr_binary_out(out, a, b, TSR_BINARY_ADD, 1.0) != TSR_OK) return fail("tsr_binary_out");
   }
   for (int r = 0; r < RUNS; ++r) {
-    double t0 = now_seconds();
+    double t0 = bench_now();
     for (int i = 0; i < OPS_PER_RUN; ++i) {
       tsr_tensor *c = tsr_add(a, b);
       tsr_tensor_release(c);
     }
-    double t1 = now_seconds();
+    double t1 = bench_now();
     for (int i = 0; i < OPS_PER_RUN; ++i) {
       tsr_binary_out(out, a, b, TSR_BINARY_ADD, 1.0);
     }
-    double t2 = now_seconds();
+    double t2 = bench_now();
     add_ns[r] = (t1 - t0) * 1e9 / OPS_PER_RUN;
     out_ns[r] = (t2 - t1) * 1e9 / OPS_PER_RUN;
   }
@@ -106,9 +90,9 @@ static int bench_dispatch(tsr_device *device) {
     if (out_ns[r] < out_min) out_min = out_ns[r];
   }
   printf("dispatch  tsr_add(16 floats) + release     median %8.1f ns/op  (min %.1f, %d runs of %d)\n",
-         median(add_ns, RUNS), add_min, RUNS, OPS_PER_RUN);
+         bench_median(add_ns, RUNS), add_min, RUNS, OPS_PER_RUN);
   printf("dispatch  tsr_binary_out(16 floats)        median %8.1f ns/op  (min %.1f, %d runs of %d)\n",
-         median(out_ns, RUNS), out_min, RUNS, OPS_PER_RUN);
+         bench_median(out_ns, RUNS), out_min, RUNS, OPS_PER_RUN);
   tsr_tensor_release(out);
   tsr_tensor_release(b);
   tsr_tensor_release(a);
@@ -130,7 +114,7 @@ static int bench_matmul(tsr_device *device, int32_t threads) {
   if (a == NULL || b == NULL) return fail("matmul tensors");
   double seconds[MATMUL_RUNS];
   for (int r = -2; r < MATMUL_RUNS; ++r) {
-    double t0 = now_seconds();
+    double t0 = bench_now();
     tsr_tensor *c = tsr_matmul(a, b);
     if (c == NULL) return fail("tsr_matmul");
     // Completed work only: read the first row back (to_host orders itself
@@ -140,14 +124,14 @@ static int bench_matmul(tsr_device *device, int32_t threads) {
       return fail("matmul to_host");
     }
     tsr_tensor_release(row);
-    double t1 = now_seconds();
+    double t1 = bench_now();
     tsr_tensor_release(c);
     if (r >= 0) seconds[r] = t1 - t0;
   }
   double best = seconds[0];
   for (int r = 1; r < MATMUL_RUNS; ++r) best = seconds[r] < best ? seconds[r] : best;
   double flops = 2.0 * (double)n * (double)n * (double)n;
-  double med = median(seconds, MATMUL_RUNS);
+  double med = bench_median(seconds, MATMUL_RUNS);
   printf("matmul    %lldx%lldx%lld float32, %d thread%s   median %8.2f GFLOP/s  (%.2f ms; best %.2f "
          "GFLOP/s)\n",
          (long long)n, (long long)n, (long long)n, threads, threads == 1 ? " " : "s",

@@ -29,9 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_protocol.h"
 #include "tessera/tessera.h"
 
-#define MAX_SAMPLES 1000
 #define PRODUCTS 5
 
 typedef enum { DISTURB_STREAM, DISTURB_SPIN, DISTURB_SLEEP } disturbance;
@@ -39,17 +39,6 @@ typedef enum { DISTURB_STREAM, DISTURB_SPIN, DISTURB_SLEEP } disturbance;
 typedef struct operands {
   tsr_tensor *x, *w1, *w2, *h1, *dz1, *dz2, *bias, *big_a, *big_b;
 } operands;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int fail(const char *what) {
   fprintf(stderr, "tsr-cold-products: %s: %s\n", what, tsr_last_error());
@@ -92,8 +81,8 @@ static int disturb(tsr_device *device, const operands *o, disturbance how, doubl
     tsr_tensor_release(sum);
   } else if (how == DISTURB_SPIN) {
     volatile uint64_t count = 0;
-    const double end = now_seconds() + amount * 1e-3;
-    while (now_seconds() < end) count = count + 1;
+    const double end = bench_now() + amount * 1e-3;
+    while (bench_now() < end) count = count + 1;
   } else {
     struct timespec ts = {(time_t)(amount / 1000), (long)(amount * 1e6) % 1000000000L};
     nanosleep(&ts, NULL);
@@ -105,20 +94,19 @@ static int disturb(tsr_device *device, const operands *o, disturbance how, doubl
 // after a disturbance when |cold|. 0 on failure.
 static int product_time(tsr_device *device, const operands *o, int index, int samples, int cold,
                         disturbance how, double amount, double *out_median, double *out_min) {
-  double t[MAX_SAMPLES];
+  double t[BENCH_MAX_SAMPLES];
   for (int s = 0; s < samples; ++s) {
     if (cold && !disturb(device, o, how, amount))
       return 0;
-    const double t0 = now_seconds();
+    const double t0 = bench_now();
     tsr_tensor *out = product_run(o, index);
     const int done = out != NULL && tsr_device_synchronize(device) == TSR_OK;
-    t[s] = now_seconds() - t0;
+    t[s] = bench_now() - t0;
     tsr_tensor_release(out);
     if (!done)
       return 0;
   }
-  qsort(t, (size_t)samples, sizeof(double), compare_doubles);
-  *out_median = t[samples / 2];
+  *out_median = bench_median(t, (size_t)samples);
   *out_min = t[0];
   return 1;
 }
@@ -136,10 +124,10 @@ int main(int argc, char **argv) {
     known = 0;
   }
   const double amount = argc > 3 ? atof(argv[3]) : how == DISTURB_STREAM ? 96.0 : 10.0;
-  if (!known || samples < 1 || samples > MAX_SAMPLES || !(amount > 0) || amount > 4096) {
+  if (!known || samples < 1 || samples > BENCH_MAX_SAMPLES || !(amount > 0) || amount > 4096) {
     fprintf(stderr,
             "usage: tsr-cold-products [samples 1-%d] [stream|spin|sleep] [MB or ms, 0-4096]\n",
-            MAX_SAMPLES);
+            BENCH_MAX_SAMPLES);
     return 2;
   }
 
