@@ -76,6 +76,33 @@ static int task_count(void) {
   return count;
 }
 
+// The thread count once threads of earlier tests have left: polled every
+// 5 ms until two counts agree (at most 1 s).
+static int task_count_settled(void) {
+  int count = task_count();
+  for (int i = 0; i < 200; ++i) {
+    sleep_ms(5);
+    int now = task_count();
+    if (now == count)
+      break;
+    count = now;
+  }
+  return count;
+}
+
+// The thread count once it is |want|, or after 1 s. A joined thread can stay
+// listed in /proc/self/task for a moment: the kernel wakes pthread_join when
+// it clears the thread's tid, before it removes the task. A thread still
+// running keeps the count above |want| for the whole second.
+static int task_count_reaching(int want) {
+  int count = task_count();
+  for (int i = 0; i < 200 && count != want; ++i) {
+    sleep_ms(5);
+    count = task_count();
+  }
+  return count;
+}
+
 static tsr_thread_pool *pool_new(int32_t num_threads) {
   tsr_thread_pool *pool = NULL;
   assert_int_equal(tsr_thread_pool_create(num_threads, &pool), TSR_OK);
@@ -406,24 +433,18 @@ static void noop_fn(void *arg, int64_t begin, int64_t end, int32_t thread_index)
 
 static void test_destroy_joins_workers_whether_idle_or_just_created(void **state) {
   (void)state;
-  int before = task_count();
   // Threads of earlier tests may still be leaving: wait until the count holds.
-  for (int i = 0; i < 200; ++i) {
-    sleep_ms(5);
-    int now = task_count();
-    if (now == before) break;
-    before = now;
-  }
+  int before = task_count_settled();
   tsr_thread_pool *pool = pool_new(4);
   assert_int_equal(task_count(), before + 3);
   tsr_thread_pool_destroy(pool);
-  assert_int_equal(task_count(), before);
+  assert_int_equal(task_count_reaching(before), before);
 
   pool = pool_new(4);
   assert_int_equal(tsr_thread_pool_parallel_for(pool, 100, 1, noop_fn, NULL), TSR_OK);
   sleep_ms(20);  // past the spin window: every worker sleeps in the kernel
   tsr_thread_pool_destroy(pool);
-  assert_int_equal(task_count(), before);
+  assert_int_equal(task_count_reaching(before), before);
 
   tsr_thread_pool_destroy(NULL);
 }
@@ -473,7 +494,7 @@ static void test_parallel_for_rejects_bad_arguments_with_a_message(void **state)
 
 static void test_create_reports_pthread_create_failure_and_joins_started_workers(void **state) {
   (void)state;
-  int before = task_count();
+  int before = task_count_settled();
   int wrapped_before = atomic_load(&g_wrapped_creates);
   atomic_store(&g_creates_before_failure, 2);  // workers 1 and 2 start, 3 fails
   tsr_thread_pool *pool = (tsr_thread_pool *)&pool;
@@ -484,7 +505,7 @@ static void test_create_reports_pthread_create_failure_and_joins_started_workers
   assert_null(pool);
   assert_non_null(strstr(tsr_error_message(), "thread_pool_create: pthread_create failed"));
   assert_non_null(strstr(tsr_error_message(), "worker 3 of 4"));
-  assert_int_equal(task_count(), before);
+  assert_int_equal(task_count_reaching(before), before);
 }
 
 // ---------------------------------------------------------------------------
