@@ -126,7 +126,8 @@ int main(int argc, char **argv) {
   const double amount = argc > 3 ? atof(argv[3]) : how == DISTURB_STREAM ? 96.0 : 10.0;
   if (!known || samples < 1 || samples > BENCH_MAX_SAMPLES || !(amount > 0) || amount > 4096) {
     fprintf(stderr,
-            "usage: tsr-cold-products [samples 1-%d] [stream|spin|sleep] [MB or ms, 0-4096]\n",
+            "usage: tsr-cold-products [samples 1-%d] [stream|spin|sleep] [MB or ms, above 0, at "
+            "most 4096]\n",
             BENCH_MAX_SAMPLES);
     return 2;
   }
@@ -151,8 +152,7 @@ int main(int argc, char **argv) {
       how == DISTURB_STREAM ? tsr_rand(device, TSR_FLOAT32, 1, big_sizes, -1, 1) : NULL,
       how == DISTURB_STREAM ? tsr_rand(device, TSR_FLOAT32, 1, big_sizes, -1, 1) : NULL,
   };
-  if (tsr_context_status(context) != TSR_OK)
-    return fail("operands");
+  int status = tsr_context_status(context) == TSR_OK ? 0 : fail("operands");
 
   static const char *const names[PRODUCTS] = {
       "layer 1 forward (+bias, ReLU)", "layer 2 forward (+bias, ReLU)", "layer 2 input gradient",
@@ -160,11 +160,12 @@ int main(int argc, char **argv) {
   static const double flops[PRODUCTS] = {2.0 * 128 * 784 * 512, 2.0 * 128 * 512 * 512,
                                          2.0 * 128 * 512 * 512, 2.0 * 128 * 512 * 512,
                                          2.0 * 128 * 784 * 512};
-  printf("device %s; cold: after a %s of %g %s\n", tsr_device_name(device), kind, amount,
-         how == DISTURB_STREAM ? "MB" : "ms");
-  printf("%-31s %10s %10s %10s %10s %6s\n", "product", "warm us", "(min)", "cold us", "(min)",
-         "ratio");
-  int status = 0;
+  if (status == 0) {
+    printf("device %s; cold: after a %s of %g %s\n", tsr_device_name(device), kind, amount,
+           how == DISTURB_STREAM ? "MB" : "ms");
+    printf("%-31s %10s %10s %10s %10s %6s\n", "product", "warm us", "(min)", "cold us", "(min)",
+           "ratio");
+  }
   for (int p = 0; p < PRODUCTS && status == 0; ++p) {
     double warm, warm_min, cold, cold_min, ignored;
     // One untimed call plans and warms the product.
