@@ -94,15 +94,20 @@ static void path_make(char *out, size_t size, const char *name) {
   snprintf(out, size, "%s/%s", g_dir, name);
 }
 
+// The whole file at |path|; the test fails when it cannot be read. Caller
+// frees.
 static void *file_read(const char *path, size_t *out_size) {
+  *out_size = 0;
   FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  fseek(f, 0, SEEK_END);
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
   long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
+  assert_true(n >= 0);
+  assert_int_equal(fseek(f, 0, SEEK_SET), 0);
   void *data = malloc(n > 0 ? (size_t)n : 1);
+  assert_non_null(data);
   *out_size = fread(data, 1, (size_t)n, f);
+  assert_int_equal(*out_size, (size_t)n);
   fclose(f);
   return data;
 }

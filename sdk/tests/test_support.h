@@ -61,8 +61,12 @@ static inline const char *ts_dtype_name(tsr_dtype_t dtype) {
 
 // --- host data ----------------------------------------------------------------
 
-// Converts |n| doubles to |dtype| (C conversions; bool is v != 0).
-static inline void ts_pack(tsr_dtype_t dtype, const double *v, int64_t n, void *out) {
+// Converts |n| doubles to |dtype| (C conversions; bool is v != 0). Not
+// inlined: GCC 12 at -O3 inlines it into callers with small constant arrays,
+// vectorises the loop, and then warns that the array "may be used
+// uninitialized" in the vector path it cannot prove dead.
+__attribute__((noinline)) static void ts_pack(tsr_dtype_t dtype, const double *v, int64_t n,
+                                              void *out) {
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
       case TSR_FLOAT32: ((float *)out)[i] = (float)v[i]; break;
