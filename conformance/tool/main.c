@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +47,34 @@ typedef struct job {
   int32_t op;         // JOB_NUMERICS
   char label[64];
 } job;
+
+// Creates the folders above the file |path| that are missing (mkdir -p of
+// its dirname), so --report and --junit may name a folder not made yet.
+// 0, or -1 with errno set.
+static int parent_folders_make(const char *path) {
+  char dir[4096];
+  size_t n = strlen(path);
+  if (n >= sizeof(dir)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(dir, path, n + 1);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL || slash == dir)
+    return 0;  // the current folder, or the root
+  *slash = '\0';
+  for (char *p = dir + 1; *p != '\0'; ++p) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return -1;
+  return 0;
+}
 
 static double now_s(void) {
   struct timespec t;
@@ -423,10 +452,12 @@ int main(int argc, char **argv) {
   }
   m.seconds = now_s() - start;
   tsr_conf_report_text(&m, stdout);
-  if (o.report != NULL && tsr_conf_report_markdown(&m, o.report) != 0) {
+  if (o.report != NULL &&
+      (parent_folders_make(o.report) != 0 || tsr_conf_report_markdown(&m, o.report) != 0)) {
     fprintf(stderr, "tsr-conformance: cannot write %s: %s\n", o.report, strerror(errno));
   }
-  if (o.junit != NULL && tsr_conf_report_junit(&m, o.junit) != 0) {
+  if (o.junit != NULL &&
+      (parent_folders_make(o.junit) != 0 || tsr_conf_report_junit(&m, o.junit) != 0)) {
     fprintf(stderr, "tsr-conformance: cannot write %s: %s\n", o.junit, strerror(errno));
   }
   char why[1024];
