@@ -19,6 +19,7 @@
 #include "conv_relu.h"
 #include "conv_tune.h"
 #include "conv_weight_cache.h"
+#include "eltwise_check.h"
 #include "onednn_op.h"
 #include "onednn_plugin.h"
 
@@ -391,6 +392,11 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "conv: %.0f multiply-adds are cheaper on the own kernel", macs);
   }
+  // A fused activation only where oneDNN's post-op meets the catalogue on
+  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
+  tsr_status act = tsr_onednn_eltwise_activation_check(ctx, pb->activation, "conv");
+  if (act != TSR_OK)
+    return act;
   pb->cg = x->sizes[1] / pb->groups;
   pb->n = x->sizes[0];
   // One input channel per group: the filter gradient always runs on the

@@ -19,6 +19,7 @@
 
 #include "conv_relu.h"
 #include "conv_tune.h"
+#include "eltwise_check.h"
 #include "onednn_op.h"
 
 // Below this many multiply-adds in all, the own GEMM beats the primitive,
@@ -416,6 +417,11 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
     // docs/onednn.md for the measurement).
     return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: a single row is the own GEMV's");
   }
+  // A fused activation only where oneDNN's post-op meets the catalogue on
+  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
+  tsr_status act = tsr_onednn_eltwise_activation_check(ctx, p.activation, "matmul");
+  if (act != TSR_OK)
+    return act;
   // Not a size threshold, so TSR_ONEDNN_MIN_ELEMENTS=0 keeps it (as conv.c's
   // routes to the direct kernels).
   if (a->dtype == TSR_FLOAT32 && tsr_onednn_matmul_runs_own(a, b, out, r)) {

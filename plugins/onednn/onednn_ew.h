@@ -75,10 +75,4 @@ tsr_status tsr_onednn_ew_layout_md(const tsr_onednn_ew_layout *layout, int32_t i
 // A descriptor of |rank| dimensions of size 1 (a broadcast scalar).
 tsr_status tsr_onednn_ew_scalar_md(int32_t rank, dnnl_data_type_t dtype, tsr_dnnl_md **out_md);
 
-// TSR_OK when oneDNN's vector log passes the special-value and accuracy
-// check of UNARY LOG (eltwise.c); families whose primitives compute a log
-// with the same code (log-softmax) ask it. TSR_UNSUPPORTED with the reason
-// otherwise.
-tsr_status tsr_onednn_eltwise_log_check(const tsr_onednn_build_ctx *ctx);
-
 #endif  // TESSERA_PLUGINS_ONEDNN_ONEDNN_EW_H_

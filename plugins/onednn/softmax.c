@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "eltwise_check.h"
 #include "onednn_ew.h"
 #include "onednn_plugin.h"
 

@@ -29,6 +29,16 @@
   static inline T tsr_ref_abs_grad_##S(T dy, T x) {                                            \
     return x > 0 ? dy : (x < 0 ? -dy : (x == 0 ? (T)0 : x));                                   \
   }                                                                                            \
+  /* dy * exp(x), finite wherever the product is: where exp(x) alone       */                \
+  /* overflows (x just below the overflow of dy * exp(x) for |dy| < 1), as */                \
+  /* (dy * exp(x / 2)) * exp(x / 2). EXP's and EXPM1's backward.           */                \
+  static inline T tsr_ref_exp_grad_##S(T dy, T x) {                                            \
+    T e = exp##F(x);                                                                           \
+    if (!isinf(e) || isinf(x))                                                                 \
+      return dy * e;                                                                           \
+    T h = exp##F(x * (T)0.5);                                                                  \
+    return (dy * h) * h;                                                                       \
+  }                                                                                            \
   static inline T tsr_ref_tanh_grad_##S(T dy, T x) {                                           \
     T t = tanh##F(x);                                                                          \
     return dy * ((T)1 - t * t);                                                                \
@@ -48,8 +58,18 @@
     T du = k * ((T)1 + (T)(3 * TSR_REF_GELU_TANH_C) * x * x);                                  \
     return dy * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);                      \
   }                                                                                            \
+  /* sigmoid(x) for SILU's products: below x = -80 as e / (1 + e) with     */                \
+  /* e = exp(x), so that x * sigmoid(x) stays normal where it is (down to   */                \
+  /* x = -91.8 in float32) instead of vanishing once exp(-x) overflows.    */                \
+  static inline T tsr_ref_silu_sigmoid_##S(T x) {                                              \
+    if (!(x < (T)-80))                                                                         \
+      return tsr_ref_sigmoid_##S(x);                                                           \
+    T e = exp##F(x);                                                                           \
+    return e / ((T)1 + e);                                                                     \
+  }                                                                                            \
+  static inline T tsr_ref_silu_##S(T x) { return x * tsr_ref_silu_sigmoid_##S(x); }            \
   static inline T tsr_ref_silu_grad_##S(T dy, T x) {                                           \
-    T s = tsr_ref_sigmoid_##S(x);                                                              \
+    T s = tsr_ref_silu_sigmoid_##S(x);                                                         \
     return dy * s * ((T)1 + x * ((T)1 - s));                                                   \
   }
 

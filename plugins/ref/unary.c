@@ -27,7 +27,7 @@
   L(relu_##N, tsr_ref_relu_##S(x))                                      \
   L(gelu_##N, tsr_ref_gelu_##S(x))                                      \
   L(gelu_tanh_##N, tsr_ref_gelu_tanh_##S(x))                            \
-  L(silu_##N, x * tsr_ref_sigmoid_##S(x))                               \
+  L(silu_##N, tsr_ref_silu_##S(x))                                      \
   L(leaky_relu_##N, x > 0 ? x : p->A * x)                               \
   L(elu_##N, x > 0 ? x : p->A * expm1##F(x))                            \
   L(sign_##N, tsr_ref_sign_##S(x))                                      \
@@ -66,7 +66,7 @@ TSR_REF_EW_LOOPS_1(logical_not_b8, uint8_t, uint8_t, x == 0)
 #define TSR_REF_UNARY_GRAD_LOOPS(N, S, T, F, A, L)                                                    \
   L(neg_grad_##N, b != b ? b : -a)                                                \
   L(abs_grad_##N, tsr_ref_abs_grad_##S(a, b))                        \
-  L(exp_grad_##N, a * exp##F(b))                                     \
+  L(exp_grad_##N, tsr_ref_exp_grad_##S(a, b))                        \
   L(log_grad_##N, a / b)                                             \
   L(sqrt_grad_##N, a / ((T)2 * sqrt##F(b)))                          \
   L(rsqrt_grad_##N, (T)-0.5 * a / (b * sqrt##F(b)))                  \
@@ -83,7 +83,7 @@ TSR_REF_EW_LOOPS_1(logical_not_b8, uint8_t, uint8_t, x == 0)
   L(leaky_relu_grad_##N, b > 0 ? a : (b != b ? b : p->A * a))                       \
   L(elu_grad_##N, b > 0 ? a : p->A * a * exp##F(b))                  \
   L(log1p_grad_##N, a / ((T)1 + b))                                  \
-  L(expm1_grad_##N, a * exp##F(b))                                   \
+  L(expm1_grad_##N, tsr_ref_exp_grad_##S(a, b))                      \
   L(erf_grad_##N, a * (T)TSR_REF_2_OVER_SQRT_PI * exp##F(-b * b))
 
 #define TSR_REF_GRAD_F32(name, EXPR) TSR_REF_EW_LOOPS_2(name, float, float, float, EXPR)

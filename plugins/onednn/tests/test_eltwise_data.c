@@ -231,13 +231,15 @@ static void test_unary_forward(void **state) {
       {TSR_UNARY_ROUND, "round", 0, -8, 8, 1, 1, ENGINE_ONEDNN},
       {TSR_UNARY_RECIPROCAL, "reciprocal", 0, -4, 4, 1, 0, ENGINE_ONEDNN},
       {TSR_UNARY_TANH, "tanh", 0, -6, 6, 1, 0, ENGINE_ONEDNN},
-      {TSR_UNARY_SIGMOID, "sigmoid", 0, -12, 12, 1, 0, ENGINE_ONEDNN},
-      {TSR_UNARY_GELU, "gelu", 0, -6, 6, 0, 0, ENGINE_ONEDNN},
       {TSR_UNARY_GELU_TANH, "gelu_tanh", 0, -6, 6, 0, 0, ENGINE_ONEDNN},
       {TSR_UNARY_LEAKY_RELU, "leaky_relu", 0.01, -4, 4, 1, 0, ENGINE_ONEDNN},
       {TSR_UNARY_ELU, "elu", 1.0, -4, 4, 1, 0, ENGINE_ONEDNN},
-      // Decided by the plan-time special-value check (exp(NaN), relu(NaN),
-      // log's accuracy, silu below -87): either engine, right values.
+      // Decided by the plan-time accuracy check on this CPU and oneDNN
+      // (eltwise_check.c: exp(NaN), relu(NaN), log's accuracy, sigmoid and
+      // silu near -87, GELU on AVX-512 with oneDNN 3.x): either engine,
+      // right values.
+      {TSR_UNARY_SIGMOID, "sigmoid", 0, -12, 12, 1, 0, ENGINE_ANY},
+      {TSR_UNARY_GELU, "gelu", 0, -6, 6, 0, 0, ENGINE_ANY},
       {TSR_UNARY_EXP, "exp", 0, -20, 20, 1, 0, ENGINE_ANY},
       // relu(-0) is -0 on the own kernel, +0 by the catalogue's x > 0 ? x : 0:
       // compared by value.
@@ -273,10 +275,12 @@ static void test_unary_backward(void **state) {
     engine_kind engine;
   } cases[] = {
       {TSR_UNARY_TANH, "tanh'", -5, 5, ENGINE_ONEDNN},
-      {TSR_UNARY_SIGMOID, "sigmoid'", -10, 10, ENGINE_ONEDNN},
+      // sigmoid' and silu' are 0 near x = -87 on every oneDNN: the own
+      // kernel's unless a oneDNN fixes that.
+      {TSR_UNARY_SIGMOID, "sigmoid'", -10, 10, ENGINE_ANY},
       {TSR_UNARY_GELU, "gelu'", -5, 5, ENGINE_ONEDNN},
       {TSR_UNARY_GELU_TANH, "gelu_tanh'", -5, 5, ENGINE_ONEDNN},
-      {TSR_UNARY_SILU, "silu'", -5, 5, ENGINE_ONEDNN},
+      {TSR_UNARY_SILU, "silu'", -5, 5, ENGINE_ANY},
       {TSR_UNARY_SQUARE, "square'", -5, 5, ENGINE_ONEDNN},
       {TSR_UNARY_SQRT, "sqrt'", 0.01, 10, ENGINE_ONEDNN},
       {TSR_UNARY_LOG, "log'", 0.01, 10, ENGINE_ONEDNN},
