@@ -33,7 +33,7 @@ const char *tsr_onednn_eltwise_fn_name(const tsr_onednn_eltwise_spec *s);
 // naming the first disagreement otherwise, or when the check ran on another
 // implementation than |impl|. The verdict is computed once per (function,
 // parameters, implementation, math mode) and kept for the process; only the
-// first call pays for the row (about 120,000 values, a few milliseconds).
+// first call pays for the row (about 120,000 values, about 10 ms).
 // Thread-safe.
 tsr_status tsr_onednn_eltwise_check(const tsr_onednn_eltwise_spec *s,
                                     const tsr_onednn_build_ctx *ctx, const char *impl);
