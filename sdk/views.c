@@ -219,8 +219,13 @@ tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t en
   int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
   memcpy(sizes, tensor->sizes, sizeof(sizes));
   memcpy(strides, tensor->strides, sizeof(strides));
-  sizes[d] = (end - start + step - 1) / step;
-  strides[d] = tensor->strides[d] * step;
+  // ceil((end - start) / step) without forming end - start + step - 1,
+  // which overflows for a huge step (Python: x[0:6:2**63-1] has 1 element).
+  sizes[d] = end == start ? 0 : 1 + (end - start - 1) / step;
+  // One element or none: the step addresses nothing, and stride * step
+  // could overflow. Two or more: step < n, so the product stays within
+  // the storage the tensor already spans.
+  strides[d] = sizes[d] > 1 ? tensor->strides[d] * step : tensor->strides[d];
   int64_t offset = tensor->offset + (sizes[d] > 0 ? start * tensor->strides[d] : 0);
   tsr_tensor *out = view_make(tensor, tensor->rank, sizes, strides, offset);
   return view_recorded(out, out ? tsr_ag_record_slice(out, tensor, d, start, step) : TSR_OK);
@@ -250,6 +255,17 @@ tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
     }
     new_sizes[d] = want;
     strides[d] = (src >= 0 && have == want) ? tensor->strides[src] : 0;
+  }
+  // A view whose element count overflows int64 could be made here and
+  // refused by every later op: refuse it where it is asked for.
+  int64_t numel = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (__builtin_mul_overflow(numel, new_sizes[d], &numel)) {
+      tsr_error_set(TSR_INVALID_ARGUMENT,
+                    "expand: the sizes' product overflows 64 bits (size %lld at dim %d)",
+                    (long long)new_sizes[d], d);
+      return view_fail(tensor, TSR_INVALID_ARGUMENT);
+    }
   }
   tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
   return view_recorded(out, out ? tsr_ag_record_expand(out, tensor) : TSR_OK);

@@ -588,6 +588,10 @@ static void test_views_refuse_bad_shapes_dims_and_steps(void **state) {
   BAD_TENSOR("expand", tsr_expand(t, 1, e_small));
   BAD_TENSOR("expand", tsr_expand(t, 9, e_nine));
   BAD_TENSOR("expand", tsr_expand(t, 2, NULL));
+  // The product of the sizes overflows int64 (each size alone is fine).
+  const int64_t e_huge[3] = {INT64_MAX / 8, 3, 4}, e_huge4[4] = {1LL << 40, 1LL << 40, 3, 4};
+  BAD_TENSOR("expand", tsr_expand(t, 3, e_huge));
+  BAD_TENSOR("expand", tsr_expand(t, 4, e_huge4));
   BAD_TENSOR("contiguous", tsr_contiguous(NULL));
   tsr_tensor_release(tt);
   tsr_tensor_release(t);

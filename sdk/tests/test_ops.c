@@ -218,6 +218,34 @@ static void test_fill_writes_only_the_elements_of_a_strided_view(void **state) {
   }
 }
 
+// A step beyond the dimension selects the first element, as in Python
+// (x[0:6:2**63-1] and x[1:6:2**63-2] have one element); forming
+// end - start + step - 1 used to overflow into size 0 or -1.
+static void test_slice_with_a_huge_step_selects_one_element(void **state) {
+  (void)state;
+  const int64_t sizes[1] = {6};
+  const double values[6] = {10, 11, 12, 13, 14, 15};
+  tsr_tensor *x = make(TSR_FLOAT32, 1, sizes, values);
+  const struct {
+    int64_t start, end, step;
+    double want;
+  } cases[] = {
+      {0, 6, INT64_MAX, 10}, {1, 6, INT64_MAX - 1, 11}, {5, INT64_MAX, INT64_MAX, 15},
+      {INT64_MIN, INT64_MAX, INT64_MAX, 10}, {-1, 6, 1LL << 62, 15}};
+  for (int i = 0; i < COUNT(cases); ++i) {
+    tsr_tensor *v = tsr_slice(x, 0, cases[i].start, cases[i].end, cases[i].step);
+    TS_ASSERT_TENSOR(v);
+    const int64_t one[1] = {1};
+    expect_default("slice with a huge step", v, 1, one, &cases[i].want);
+    tsr_tensor_release(v);
+  }
+  tsr_tensor *none = tsr_slice(x, 0, 6, 6, INT64_MAX);
+  TS_ASSERT_TENSOR(none);
+  assert_int_equal(tsr_tensor_numel(none), 0);
+  tsr_tensor_release(none);
+  tsr_tensor_release(x);
+}
+
 static void test_fill_handles_a_scalar_and_an_empty_tensor(void **state) {
   (void)state;
   tsr_tensor *scalar = tsr_tensor_full(g_device, TSR_FLOAT64, 0, NULL, 2.5);
@@ -1960,6 +1988,7 @@ int main(void) {
       cmocka_unit_test(test_fill_sets_every_element_in_every_dtype_as_cast_converts_a_float64),
       cmocka_unit_test(test_fill_writes_only_the_elements_of_a_strided_view),
       cmocka_unit_test(test_fill_handles_a_scalar_and_an_empty_tensor),
+      cmocka_unit_test(test_slice_with_a_huge_step_selects_one_element),
       cmocka_unit_test(
           test_cast_converts_every_pair_of_dtypes_with_truncation_saturation_and_nan_to_zero),
       cmocka_unit_test(test_cast_reads_a_transposed_view),
