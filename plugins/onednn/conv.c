@@ -392,11 +392,6 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "conv: %.0f multiply-adds are cheaper on the own kernel", macs);
   }
-  // A fused activation only where oneDNN's post-op meets the catalogue on
-  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
-  tsr_status act = tsr_onednn_eltwise_activation_check(ctx, pb->activation, "conv");
-  if (act != TSR_OK)
-    return act;
   pb->cg = x->sizes[1] / pb->groups;
   pb->n = x->sizes[0];
   // One input channel per group: the filter gradient always runs on the
@@ -476,10 +471,14 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
                                   "conv: the forward runs on the own direct kernel");
     }
   }
+  // A fused activation only where oneDNN's post-op meets the catalogue on
+  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
+  tsr_status status = tsr_onednn_eltwise_activation_check(ctx, pb->activation, "conv");
+  if (status != TSR_OK)
+    return status;
   memcpy(pb->y_sizes, y->sizes, sizeof(pb->y_sizes));
   memcpy(pb->y_strides, y->strides, sizeof(pb->y_strides));
   static const char *const names[TSR_CONV_TENSORS] = {"x", "w", "y", "bias"};
-  tsr_status status = TSR_OK;
   for (int t = 0; t < TSR_CONV_TENSORS && status == TSR_OK; ++t) {
     if (descs[t] == NULL)
       continue;

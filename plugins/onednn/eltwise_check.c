@@ -552,10 +552,15 @@ static void tsr_onednn_eltwise_verdict_keep(const tsr_onednn_eltwise_verdict *v,
 // The verdict for |s| into |v|, from the table or by running the row.
 // TSR_OK with a verdict; another status, already reported, when the row
 // could not run (out of memory, a oneDNN error): no verdict then.
+// CLAMP's verdicts are not kept: every pair of bounds is another key, and
+// a program clipping by changing bounds (gradient clipping) would fill the
+// table and leave no room for the functions. Its row fails at its first
+// value (NaN) anyway on the oneDNNs seen so far.
 static tsr_status tsr_onednn_eltwise_verdict_get(const tsr_onednn_eltwise_spec *s,
                                                  const tsr_onednn_build_ctx *ctx,
                                                  tsr_onednn_eltwise_verdict *v) {
-  if (tsr_onednn_eltwise_verdict_find(s, ctx, v))
+  const int keep = s->op != TSR_OP_CLAMP;
+  if (keep && tsr_onednn_eltwise_verdict_find(s, ctx, v))
     return TSR_OK;
   memset(v, 0, sizeof(*v));
   v->op = s->op;
@@ -570,7 +575,8 @@ static tsr_status tsr_onednn_eltwise_verdict_get(const tsr_onednn_eltwise_spec *
   v->status = tsr_onednn_eltwise_probe(s, ctx, v->impl, v->why, sizeof(v->why));
   if (v->status != TSR_OK && v->why[0] == '\0')
     return v->status;
-  tsr_onednn_eltwise_verdict_keep(v, s, ctx);
+  if (keep)
+    tsr_onednn_eltwise_verdict_keep(v, s, ctx);
   return TSR_OK;
 }
 

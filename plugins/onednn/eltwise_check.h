@@ -32,8 +32,10 @@ const char *tsr_onednn_eltwise_fn_name(const tsr_onednn_eltwise_spec *s);
 // agrees with the catalogue on the check's row of inputs; TSR_UNSUPPORTED
 // naming the first disagreement otherwise, or when the check ran on another
 // implementation than |impl|. The verdict is computed once per (function,
-// parameters, implementation, math mode) and kept for the process; only the
-// first call pays for the row (about 120,000 values, about 10 ms).
+// parameters, math mode) and kept for the process, with the implementation
+// the row ran on; only the first call pays for the row (about 120,000
+// values, about 10 ms). CLAMP's verdicts, one per pair of bounds, are not
+// kept.
 // Thread-safe.
 tsr_status tsr_onednn_eltwise_check(const tsr_onednn_eltwise_spec *s,
                                     const tsr_onednn_build_ctx *ctx, const char *impl);

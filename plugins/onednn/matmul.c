@@ -10,8 +10,11 @@
 // one on AVX2) only takes a sum post-op in first position and a bias of shape
 // [1, ..., 1, N], so several equivalent formulations are tried in turn and
 // the first one a non-reference implementation accepts wins; when none does,
-// the own kernel runs (oneDNN's "ref:any" is far slower than it). RELU is the
-// one activation not fused: oneDNN's relu drops NaN (conv_relu.h).
+// the own kernel runs (oneDNN's "ref:any" is far slower than it). RELU is
+// never fused: oneDNN's relu drops NaN, so a pass after the primitive applies
+// it (conv_relu.h). The other activations are fused only where oneDNN's
+// post-op passes the accuracy check on this CPU (eltwise_check.h); where it
+// fails, the own kernel runs the whole product.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,11 +420,6 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
     // docs/onednn.md for the measurement).
     return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: a single row is the own GEMV's");
   }
-  // A fused activation only where oneDNN's post-op meets the catalogue on
-  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
-  tsr_status act = tsr_onednn_eltwise_activation_check(ctx, p.activation, "matmul");
-  if (act != TSR_OK)
-    return act;
   // Not a size threshold, so TSR_ONEDNN_MIN_ELEMENTS=0 keeps it (as conv.c's
   // routes to the direct kernels).
   if (a->dtype == TSR_FLOAT32 && tsr_onednn_matmul_runs_own(a, b, out, r)) {
@@ -433,6 +431,11 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
       return tsr_onednn_error_set(TSR_UNSUPPORTED, "matmul: out has a stride of 0");
     }
   }
+  // A fused activation only where oneDNN's post-op meets the catalogue on
+  // this CPU (eltwise_check.h); else the own kernel runs the whole op.
+  tsr_status act = tsr_onednn_eltwise_activation_check(ctx, p.activation, "matmul");
+  if (act != TSR_OK)
+    return act;
 
   tsr_onednn_matmul_mds mds = {0};
   tsr_status status = tsr_onednn_matmul_md(a, dt, 1, 0, "a", &mds.a);
