@@ -1,5 +1,11 @@
 // Representative signatures: "does this device do op X for dtype D?" asked
 // with small contiguous tensors, for tsr-info and tsr_device_op_supported.
+//
+// An op with a selector (UNARY's function, REDUCE's kind, MATMUL's
+// activation and bias, ...) is supported when the plugin accepts it for any
+// value of the selector: a plugin that implements RELU but not NEG (UNARY's
+// representative) does UNARY. The representative is asked first; its
+// answer, message included, stands when no variant is accepted.
 #include <string.h>
 
 #include "error.h"
@@ -39,12 +45,7 @@ static void desc_set(tsr_tensor_desc *d, tsr_dtype_t dtype, int32_t rank, const 
     desc_set(&p.out[p.nout++], dt, (int32_t)(sizeof(s_) / sizeof(s_[0])), s_, device); \
   } while (0)
 
-tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
-  probe p;
-  memset(&p, 0, sizeof(p));
-  int is_bool = dt == TSR_BOOL;
-  tsr_dtype_t stat = (dt == TSR_BFLOAT16 || dt == TSR_FLOAT16) ? TSR_FLOAT32 : dt;
-  union {
+typedef union probe_attrs {
     tsr_fill_attrs fill;
     tsr_unary_attrs unary;
     tsr_binary_attrs binary;
@@ -65,21 +66,31 @@ tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
     tsr_cross_entropy_attrs ce;
     tsr_sgd_attrs sgd;
     tsr_adam_attrs adam;
-  } a;
+} probe_attrs;
+
+// The representative signature of (op, dt) into |p|, |a| and |*attrs|.
+// TSR_INVALID_ARGUMENT for an op the catalogue lacks.
+static tsr_status probe_build(const tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt, probe *out_p,
+                              probe_attrs *out_a, const void **attrs) {
+  probe p;
+  memset(&p, 0, sizeof(p));
+  int is_bool = dt == TSR_BOOL;
+  tsr_dtype_t stat = (dt == TSR_BFLOAT16 || dt == TSR_FLOAT16) ? TSR_FLOAT32 : dt;
+  probe_attrs a;
   memset(&a, 0, sizeof(a));
-  const void *attrs = &a;
+  *attrs = out_a;
   switch (op) {
     case TSR_OP_FILL:
       a.fill = (tsr_fill_attrs){sizeof(a.fill), 1.0};
       OUT(dt, 2, 3);
       break;
     case TSR_OP_COPY:
-      attrs = NULL;
+      *attrs = NULL;
       IN(dt, 2, 3);
       OUT(dt, 2, 3);
       break;
     case TSR_OP_CAST:
-      attrs = NULL;
+      *attrs = NULL;
       IN(dt, 2, 3);
       OUT(dt == TSR_FLOAT32 ? TSR_FLOAT64 : TSR_FLOAT32, 2, 3);
       break;
@@ -109,7 +120,7 @@ tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
       OUT(TSR_BOOL, 2, 3);
       break;
     case TSR_OP_WHERE:
-      attrs = NULL;
+      *attrs = NULL;
       IN(TSR_BOOL, 2, 3);
       IN(dt, 2, 3);
       IN(dt, 2, 3);
@@ -276,16 +287,105 @@ tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
     default:
       return tsr_error_set(TSR_INVALID_ARGUMENT, "op_supported: op id %d is unknown", op);
   }
-  const tsr_plugin_api *api = device->plugin->api;
-  if (!TSR_ABI_HAS(api, tsr_plugin_api, op_supports)) {
-    return tsr_error_set(TSR_UNSUPPORTED, "%s: the plugin has no kernels", device->name);
+  *out_p = p;
+  *out_a = a;
+  return TSR_OK;
+}
+
+// Turns the representative (|p|, |a|) into its variant |k| of the op's
+// selector; 0 when the op has no variant |k|.
+static int probe_variant(const tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt, int32_t k,
+                         probe *p, probe_attrs *a) {
+  switch (op) {
+    case TSR_OP_UNARY:
+    case TSR_OP_UNARY_BACKWARD:
+      if (k >= TSR_UNARY_FN_COUNT) return 0;
+      a->unary.fn = (tsr_unary_fn_t)k;
+      a->unary.alpha = k == TSR_UNARY_LEAKY_RELU ? 0.01 : (k == TSR_UNARY_ELU ? 1.0 : 0.0);
+      return 1;
+    case TSR_OP_BINARY:
+      if (k >= TSR_BINARY_FN_COUNT) return 0;
+      a->binary.fn = (tsr_binary_fn_t)k;
+      return 1;
+    case TSR_OP_COMPARE:
+      if (k >= TSR_COMPARE_FN_COUNT) return 0;
+      a->compare.fn = (tsr_compare_fn_t)k;
+      return 1;
+    case TSR_OP_REDUCE:
+      if (k >= TSR_REDUCE_FN_COUNT) return 0;
+      a->reduce.fn = (tsr_reduce_fn_t)k;
+      return 1;
+    case TSR_OP_ARG_REDUCE:
+      if (k >= TSR_ARG_REDUCE_FN_COUNT) return 0;
+      a->arg.fn = k;
+      return 1;
+    case TSR_OP_MATMUL:
+      // Every activation, without and with the optional bias.
+      if (k >= 2 * TSR_ACTIVATION_COUNT) return 0;
+      a->matmul.activation = (tsr_activation_t)(k % TSR_ACTIVATION_COUNT);
+      if (k >= TSR_ACTIVATION_COUNT) {
+        a->matmul.has_bias = 1;
+        desc_set(&p->in[2], dt, 1, &p->out[0].sizes[1], device);
+        p->nin = 3;
+      }
+      return 1;
+    case TSR_OP_POOL2D:
+    case TSR_OP_POOL2D_BACKWARD:
+      // AVG has no indices: forward without its second output, backward
+      // without its second input.
+      if (k >= 1) return 0;
+      a->pool.kind = TSR_POOL_AVG;
+      if (op == TSR_OP_POOL2D) {
+        p->nout = 1;
+      } else {
+        p->nin = 1;
+      }
+      return 1;
+    case TSR_OP_PAD:
+      if (k >= TSR_PAD_MODE_COUNT) return 0;
+      a->pad.mode = k;
+      return 1;
+    case TSR_OP_RNG_FILL:
+      if (k >= TSR_RNG_DISTRIBUTION_COUNT) return 0;
+      a->rng.distribution = k;
+      return 1;
+    default:
+      return 0;
   }
-  tsr_op_signature signature = {sizeof(signature), op, device->index, p.nin, p.nout, p.in,
-                                p.out, attrs, TSR_MATH_STRICT, 0};
+}
+
+// The plugin's answer for one signature.
+static tsr_status probe_ask(const tsr_plugin_api *api, const tsr_device *device, tsr_op_id_t op,
+                            const probe *p, const void *attrs) {
+  tsr_op_signature signature = {sizeof(signature), op, device->index, p->nin, p->nout,
+                                (tsr_tensor_desc *)p->in, (tsr_tensor_desc *)p->out, attrs,
+                                TSR_MATH_STRICT, 0};
   tsr_error_clear();
   tsr_status status = api->op_supports(&signature);
   // A combination the catalogue leaves undefined (matmul of int32) is, for
   // this question, simply not supported.
   if (status == TSR_INVALID_ARGUMENT) status = TSR_UNSUPPORTED;
   return status;
+}
+
+tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {
+  probe p;
+  probe_attrs a;
+  const void *attrs = NULL;
+  tsr_status status = probe_build(device, op, dt, &p, &a, &attrs);
+  if (status != TSR_OK) return status;
+  const tsr_plugin_api *api = device->plugin->api;
+  if (!TSR_ABI_HAS(api, tsr_plugin_api, op_supports)) {
+    return tsr_error_set(TSR_UNSUPPORTED, "%s: the plugin has no kernels", device->name);
+  }
+  status = probe_ask(api, device, op, &p, attrs);
+  if (status != TSR_UNSUPPORTED) return status;
+  for (int32_t k = 0;; ++k) {
+    probe pv = p;
+    probe_attrs av = a;
+    if (!probe_variant(device, op, dt, k, &pv, &av)) break;
+    if (probe_ask(api, device, op, &pv, attrs == NULL ? NULL : &av) == TSR_OK) return TSR_OK;
+  }
+  // No variant either: the representative's answer, with its message.
+  return probe_ask(api, device, op, &p, attrs);
 }

@@ -273,7 +273,8 @@ tsr_status tsr_fallback_run(tsr_device *device, const tsr_op_signature *signatur
 tsr_device *tsr_context_ref_device(const tsr_context *context);
 
 // Builds a small representative signature of |op| for |dtype| and asks the
-// plugin. Thread-safe.
+// plugin, then each value of the op's selector until one is accepted
+// (op_probe.c). Thread-safe.
 tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dtype);
 
 #endif  // TESSERA_CORE_RUNTIME_H_

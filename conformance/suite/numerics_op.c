@@ -1,9 +1,13 @@
 // The numerics tier for one op, and the support matrix.
 //
-// A plugin declares (op, dtype) by answering op_supports OK for the
-// representative signature of that pair (small, contiguous); everything it
-// declares is then run through the battery. Cases it declines later (a
-// layout it does not do) are counted and reported, never passed.
+// A plugin declares (op, dtype) by answering op_supports OK for any case of
+// the battery of that pair: the representative signature (small,
+// contiguous) first, then every other case. Asking only the representative
+// would let a plugin that implements RELU but not NEG (UNARY's
+// representative) go untested on RELU, and be certified with a wrong one.
+// Everything declared is then run through the whole battery; cases the
+// plugin declines (a function or layout it does not do) are counted and
+// reported, never passed.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +16,25 @@
 
 #define FAILURES_PER_CELL 4
 
-// Whether the plugin declares (op, dtype); |reason| gets its message.
+// Finds the first valid case of a battery that op_supports accepts.
+typedef struct any_case {
+  tsr_conf_session *session;
+  char accepted[192];  // that case's name, or empty
+} any_case;
+
+static void any_case_emit(void *ctx, tsr_conf_case *c) {
+  any_case *a = ctx;
+  if (a->accepted[0] != '\0' || c->expect != TSR_OK) return;
+  tsr_tensor_desc descs[TSR_MAX_OPERANDS];
+  tsr_conf_attrs attrs;
+  tsr_op_signature sig;
+  if (tsr_conf_case_signature(a->session, c, descs, &attrs, &sig) != 0) return;
+  tsr_conf_host_message_clear();
+  if (a->session->api.op_supports(&sig) == TSR_OK) snprintf(a->accepted, sizeof(a->accepted), "%s", c->name);
+}
+
+// Whether the plugin declares (op, dtype); |reason| gets its message (why
+// not, or which case declared it when the representative did not).
 static int declared(tsr_conf_session *s, int32_t op, tsr_dtype_t dt, char *reason, size_t size) {
   reason[0] = '\0';
   if (!(s->props.dtype_mask & TSR_DTYPE_BIT(dt))) {
@@ -34,12 +56,18 @@ static int declared(tsr_conf_session *s, int32_t op, tsr_dtype_t dt, char *reaso
   }
   tsr_conf_host_message_clear();
   tsr_status status = s->api.op_supports(&sig);
-  if (status != TSR_OK) {
-    snprintf(reason, size, "%s%s%s", tsr_conf_status_name(status),
-             tsr_conf_host_message()[0] ? ": " : "", tsr_conf_host_message());
-    return 0;
+  if (status == TSR_OK) return 1;
+  snprintf(reason, size, "%s%s%s", tsr_conf_status_name(status),
+           tsr_conf_host_message()[0] ? ": " : "", tsr_conf_host_message());
+  // The representative is declined: any other valid case the plugin
+  // accepts declares the pair all the same.
+  any_case acc = {s, {0}};
+  tsr_conf_sink sink = {any_case_emit, &acc, s->full, s->props.dtype_mask};
+  if (tsr_conf_cases_emit(op, dt, &sink) == 0 && acc.accepted[0] != '\0') {
+    snprintf(reason, size, "declared by case %s", acc.accepted);
+    return 1;
   }
-  return 1;
+  return 0;
 }
 
 void tsr_conf_support_report(tsr_conf_session *s) {

@@ -174,7 +174,10 @@ TSR_API tsr_status tsr_device_allocator_trim(tsr_device *device);
 // Waits for all work on every stream of |device|.
 TSR_API tsr_status tsr_device_synchronize(tsr_device *device);
 // TSR_OK if the plugin implements |op| for |dtype| on a representative
-// signature, TSR_UNSUPPORTED with the plugin's reason otherwise.
+// signature (small, contiguous) with some value of the op's selector
+// (UNARY's function, REDUCE's kind, MATMUL's activation and bias, POOL2D's
+// kind, ...), TSR_UNSUPPORTED with the plugin's reason for the
+// representative otherwise.
 TSR_API tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op,
                                            tsr_dtype_t dtype);
 
