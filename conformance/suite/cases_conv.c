@@ -29,6 +29,11 @@ static const conv_shape shapes[] = {
     {"misaligned", 1, 3, 6, 6, 2, 2, 2, {2, 1}, {0, 1}, {1, 0}, {1, 1}, 1, 0, 0, 0, 1, 0},
     {"activation", 2, 2, 5, 5, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_RELU, 0, 0, 0},
     {"activation", 1, 2, 5, 5, 3, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, 1, TSR_ACTIVATION_GELU, 0, 0, 0},
+    // Every activation of the catalogue, so a plugin cannot get one wrong
+    // unseen (the bug-selector fixtures plant a bug in each in turn).
+    {"activation", 1, 3, 6, 5, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 0, TSR_ACTIVATION_GELU_TANH, 0, 0, 0},
+    {"activation", 2, 2, 5, 6, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_SIGMOID, 0, 0, 0},
+    {"activation", 1, 2, 6, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, 1, TSR_ACTIVATION_TANH, 0, 0, 0},
     {"large reduction", 2, 16, 9, 9, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, 1, 0, 0, 0, 0},
     // One input channel per group, as a CNN's first layer and a depthwise
     // one: enough positions for vector loops with a partial last vector.

@@ -3,10 +3,11 @@
 #   cmake -DTOOL=... -DPLUGIN=... -DEXPECT=certified|refused|skipped|not-loaded
 #         [-DEXPECT_OP=op -DEXPECT_CHECK=check] [-DBASELINE=plugin.so]
 #         [-DEXPECT_MESSAGE=text] [-DREPORT_DIR=dir] [-DFILTER=patterns]
-#         -P check_verdict.cmake
+#         [-DMIN_RATIO=r] -P check_verdict.cmake
 #
 # refused: the report must name EXPECT_OP and EXPECT_CHECK on a refusal line
-# whose error/tolerance is at least 10, and every other refusal must name
+# whose error/tolerance is at least MIN_RATIO (default 10; a wrong bool, the
+# smallest possible error, scores 2), and every other refusal must name
 # EXPECT_OP too, or also be a refusal of BASELINE (the same plugin without
 # the planted bug), so the fixture is refused for the planted reason and no
 # other. not-loaded: exit status 3 and no refusal: a plugin that fails to
@@ -74,6 +75,9 @@ if(EXPECT STREQUAL "not-loaded" OR EXPECT STREQUAL "skipped")
   endif()
 endif()
 
+if(NOT DEFINED MIN_RATIO)
+  set(MIN_RATIO 10)
+endif()
 if(EXPECT STREQUAL "refused")
   refusals("${text}" found)
   set(planted FALSE)
@@ -83,14 +87,14 @@ if(EXPECT STREQUAL "refused")
     list(GET parts 1 check)
     list(GET parts 3 ratio)
     if(op STREQUAL EXPECT_OP AND check STREQUAL EXPECT_CHECK)
-      if(ratio STREQUAL "inf" OR ratio GREATER_EQUAL 10)
+      if(ratio STREQUAL "inf" OR ratio GREATER_EQUAL ${MIN_RATIO})
         set(planted TRUE)
       endif()
     endif()
   endforeach()
   if(NOT planted)
     message(FATAL_ERROR "${name}: no refusal names op '${EXPECT_OP}' and check '${EXPECT_CHECK}' with "
-                        "error/tolerance >= 10:\n${text}")
+                        "error/tolerance >= ${MIN_RATIO}:\n${text}")
   endif()
   if(DEFINED BASELINE)
     set(base_args)
