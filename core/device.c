@@ -159,3 +159,19 @@ tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op, tsr_dtype
   }
   return tsr_op_probe(device, op, dtype);
 }
+
+tsr_status tsr_device_op_selector_supported(tsr_device *device, tsr_op_id_t op,
+                                            tsr_dtype_t dtype, int32_t selector) {
+  if (device == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "op_selector_supported: device is NULL");
+  }
+  if (op <= TSR_OP_INVALID || op >= TSR_OP_COUNT) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "op_selector_supported: op id %d is not in the catalogue", op);
+  }
+  if (dtype < 0 || dtype >= TSR_DTYPE_COUNT) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "op_selector_supported: dtype %d is unknown",
+                         dtype);
+  }
+  return tsr_op_probe_selector(device, op, dtype, selector);
+}

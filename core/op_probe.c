@@ -320,25 +320,52 @@ static int probe_variant(const tsr_device *device, tsr_op_id_t op, tsr_dtype_t d
       a->arg.fn = k;
       return 1;
     case TSR_OP_MATMUL:
-      // Every activation, without and with the optional bias.
-      if (k >= 2 * TSR_ACTIVATION_COUNT) return 0;
-      a->matmul.activation = (tsr_activation_t)(k % TSR_ACTIVATION_COUNT);
-      if (k >= TSR_ACTIVATION_COUNT) {
+      // Each activation; TSR_ACTIVATION_COUNT: the optional bias.
+      if (k > TSR_ACTIVATION_COUNT) return 0;
+      if (k < TSR_ACTIVATION_COUNT) {
+        a->matmul.activation = (tsr_activation_t)k;
+      } else {
+        // The bias as the core passes it (docs/abi.md 10.13): out's rank and
+        // sizes, stride 0 on every dimension but the last.
         a->matmul.has_bias = 1;
+        desc_set(&p->in[2], dt, p->out[0].rank, p->out[0].sizes, device);
+        p->in[2].strides[0] = 0;
+        p->nin = 3;
+      }
+      return 1;
+    case TSR_OP_CONV2D:
+      if (k > TSR_ACTIVATION_COUNT) return 0;
+      if (k < TSR_ACTIVATION_COUNT) {
+        a->conv.activation = (tsr_activation_t)k;
+      } else {
+        a->conv.has_bias = 1;
         desc_set(&p->in[2], dt, 1, &p->out[0].sizes[1], device);
         p->nin = 3;
       }
       return 1;
+    case TSR_OP_CROSS_ENTROPY:
+    case TSR_OP_CROSS_ENTROPY_BACKWARD:
+      // NONE gives one loss per row: [N] for the loss (forward) or for the
+      // incoming gradient (backward) instead of a scalar.
+      if (k >= TSR_REDUCTION_COUNT) return 0;
+      a->ce.reduction = k;
+      if (k == TSR_REDUCTION_NONE) {
+        const int64_t rows = 2;
+        desc_set(op == TSR_OP_CROSS_ENTROPY ? &p->out[0] : &p->in[0], dt, 1, &rows, device);
+      }
+      return 1;
     case TSR_OP_POOL2D:
     case TSR_OP_POOL2D_BACKWARD:
-      // AVG has no indices: forward without its second output, backward
-      // without its second input.
-      if (k >= 1) return 0;
-      a->pool.kind = TSR_POOL_AVG;
-      if (op == TSR_OP_POOL2D) {
-        p->nout = 1;
-      } else {
-        p->nin = 1;
+      if (k >= TSR_POOL_KIND_COUNT) return 0;
+      if (k == TSR_POOL_AVG) {
+        // AVG has no indices: forward without its second output, backward
+        // without its second input.
+        a->pool.kind = TSR_POOL_AVG;
+        if (op == TSR_OP_POOL2D) {
+          p->nout = 1;
+        } else {
+          p->nin = 1;
+        }
       }
       return 1;
     case TSR_OP_PAD:
@@ -366,6 +393,23 @@ static tsr_status probe_ask(const tsr_plugin_api *api, const tsr_device *device,
   // this question, simply not supported.
   if (status == TSR_INVALID_ARGUMENT) status = TSR_UNSUPPORTED;
   return status;
+}
+
+tsr_status tsr_op_probe_selector(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt, int32_t selector) {
+  probe p;
+  probe_attrs a;
+  const void *attrs = NULL;
+  tsr_status status = probe_build(device, op, dt, &p, &a, &attrs);
+  if (status != TSR_OK) return status;
+  if (selector < 0 || !probe_variant(device, op, dt, selector, &p, &a)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "op_selector_supported: %s has no selector value %d",
+                         tsr_op_name(op), selector);
+  }
+  const tsr_plugin_api *api = device->plugin->api;
+  if (!TSR_ABI_HAS(api, tsr_plugin_api, op_supports)) {
+    return tsr_error_set(TSR_UNSUPPORTED, "%s: the plugin has no kernels", device->name);
+  }
+  return probe_ask(api, device, op, &p, attrs == NULL ? NULL : &a);
 }
 
 tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dt) {

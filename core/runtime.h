@@ -276,5 +276,8 @@ tsr_device *tsr_context_ref_device(const tsr_context *context);
 // plugin, then each value of the op's selector until one is accepted
 // (op_probe.c). Thread-safe.
 tsr_status tsr_op_probe(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dtype);
+// The representative signature with selector value |selector|. Thread-safe.
+tsr_status tsr_op_probe_selector(tsr_device *device, tsr_op_id_t op, tsr_dtype_t dtype,
+                                 int32_t selector);
 
 #endif  // TESSERA_CORE_RUNTIME_H_

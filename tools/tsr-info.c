@@ -13,13 +13,15 @@ static const char *const kDtypeNames[TSR_DTYPE_COUNT] = {"f32", "f64", "bf16", "
 
 static void usage(FILE *out, const char *argv0) {
   fprintf(out,
-          "usage: %s [--plugin PATH] [--explicit-only]\n"
+          "usage: %s [--plugin PATH] [--explicit-only] [--selectors]\n"
           "\n"
           "Shows the Tessera library, its plugins (and rejected candidates with the\n"
           "reason), devices, the default device and an op support matrix.\n"
           "\n"
           "  --plugin PATH     plugin files or folders (colon-separated) searched first\n"
           "  --explicit-only   search only --plugin, not TSR_PLUGIN_PATH or the defaults\n"
+          "  --selectors       also show support per selector value (UNARY's functions,\n"
+          "                    REDUCE's kinds, MATMUL's activations and bias, ...)\n"
           "  --help            this text\n"
           "\n"
           "Environment: TSR_DEVICE, TSR_PLUGIN_PATH, TSR_NUM_THREADS, TSR_LOG_LEVEL.\n",
@@ -275,6 +277,40 @@ static void print_op_matrix(tsr_context *context) {
   }
 }
 
+// The support of every value of every op's selector (tessera/ops.h), per
+// device and dtype: a plugin may implement UNARY's RELU and not NEG.
+static void print_selector_matrix(tsr_context *context) {
+  int32_t count = tsr_context_device_count(context);
+  if (count > TSR_MAX_DEVICES)
+    count = TSR_MAX_DEVICES;
+  printf("\nSupport per selector value (Y supported, . not, ! the query failed)\n");
+  enum { kLabelWidth = 32 };
+  printf("  %-*s", kLabelWidth, "op and value");
+  for (int32_t i = 0; i < count; ++i) {
+    print_device_cell(context, i, count, tsr_device_name(tsr_context_device_get(context, i)));
+  }
+  printf("\n");
+  for (tsr_op_id_t op = 1; op < TSR_OP_COUNT; ++op) {
+    for (int32_t k = 0; k < tsr_op_selector_count(op); ++k) {
+      char label[64];
+      snprintf(label, sizeof(label), "%s %s", tsr_op_name(op), tsr_op_selector_name(op, k));
+      printf("  %-*s", kLabelWidth, label);
+      for (int32_t i = 0; i < count; ++i) {
+        tsr_device *device = tsr_context_device_get(context, i);
+        char marks[kMarksWidth + 1];
+        for (tsr_dtype_t dtype = 0; dtype < TSR_DTYPE_COUNT; ++dtype) {
+          tsr_status status = tsr_device_op_selector_supported(device, op, dtype, k);
+          marks[2 * dtype] = status == TSR_OK ? 'Y' : is_no(status) ? '.' : '!';
+          marks[2 * dtype + 1] = ' ';
+        }
+        marks[kMarksWidth] = '\0';
+        print_device_cell(context, i, count, marks);
+      }
+      printf("\n");
+    }
+  }
+}
+
 // One representative call of an op, to show which engine a device picks.
 typedef struct engine_probe {
   const char *label;
@@ -336,6 +372,7 @@ static void print_engines(tsr_context *context) {
 int main(int argc, char **argv) {
   tsr_context_options options;
   tsr_context_options_init(&options);
+  int selectors = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout, argv[0]);
@@ -346,6 +383,8 @@ int main(int argc, char **argv) {
       options.plugin_path = argv[i] + 9;
     } else if (strcmp(argv[i], "--explicit-only") == 0) {
       options.flags |= TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY;
+    } else if (strcmp(argv[i], "--selectors") == 0) {
+      selectors = 1;
     } else {
       fprintf(stderr, "%s: unknown or incomplete option '%s'\n", argv[0], argv[i]);
       usage(stderr, argv[0]);
@@ -369,6 +408,8 @@ int main(int argc, char **argv) {
   print_rejected(context);
   print_devices(context);
   print_op_matrix(context);
+  if (selectors)
+    print_selector_matrix(context);
   print_engines(context);
 
   tsr_context_destroy(context);

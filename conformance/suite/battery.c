@@ -362,3 +362,36 @@ int tsr_conf_cases_emit(int32_t op, tsr_dtype_t dtype, tsr_conf_sink *sink) {
       return -1;
   }
 }
+
+// --- selectors ----------------------------------------------------------------
+
+uint32_t tsr_conf_case_selectors(const tsr_conf_case *c) {
+  const tsr_conf_attrs *a = &c->attrs;
+  int32_t v = -1;
+  uint32_t extra = 0;
+  switch (c->op) {
+    case TSR_OP_UNARY:
+    case TSR_OP_UNARY_BACKWARD: v = a->unary.fn; break;
+    case TSR_OP_BINARY: v = a->binary.fn; break;
+    case TSR_OP_COMPARE: v = a->compare.fn; break;
+    case TSR_OP_REDUCE: v = a->reduce.fn; break;
+    case TSR_OP_ARG_REDUCE: v = a->arg_reduce.fn; break;
+    case TSR_OP_MATMUL:
+      v = a->matmul.activation;
+      if (a->matmul.has_bias) extra = 1u << TSR_ACTIVATION_COUNT;
+      break;
+    case TSR_OP_CONV2D:
+      v = a->conv2d.activation;
+      if (a->conv2d.has_bias) extra = 1u << TSR_ACTIVATION_COUNT;
+      break;
+    case TSR_OP_POOL2D:
+    case TSR_OP_POOL2D_BACKWARD: v = a->pool2d.kind; break;
+    case TSR_OP_PAD: v = a->pad.mode; break;
+    case TSR_OP_RNG_FILL: v = a->rng.distribution; break;
+    case TSR_OP_CROSS_ENTROPY:
+    case TSR_OP_CROSS_ENTROPY_BACKWARD: v = a->cross_entropy.reduction; break;
+    default: return 0;
+  }
+  if (v < 0 || v >= tsr_op_selector_count(c->op) || v >= TSR_CONF_MAX_SELECTORS) return extra;
+  return (1u << v) | extra;
+}

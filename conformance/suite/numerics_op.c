@@ -70,6 +70,28 @@ static int declared(tsr_conf_session *s, int32_t op, tsr_dtype_t dt, char *reaso
   return 0;
 }
 
+// Asks op_supports for every valid case of a battery and notes, per
+// selector value, whether a case was seen (1) and accepted (2).
+typedef struct selector_scan {
+  tsr_conf_session *session;
+  int state[TSR_CONF_MAX_SELECTORS];
+} selector_scan;
+
+static void selector_scan_emit(void *ctx, tsr_conf_case *c) {
+  selector_scan *a = ctx;
+  uint32_t mask = tsr_conf_case_selectors(c);
+  if (mask == 0 || c->expect != TSR_OK) return;
+  tsr_tensor_desc descs[TSR_MAX_OPERANDS];
+  tsr_conf_attrs attrs;
+  tsr_op_signature sig;
+  if (tsr_conf_case_signature(a->session, c, descs, &attrs, &sig) != 0) return;
+  tsr_conf_host_message_clear();
+  const int state = a->session->api.op_supports(&sig) == TSR_OK ? 2 : 1;
+  for (int32_t i = 0; i < TSR_CONF_MAX_SELECTORS; ++i) {
+    if ((mask & (1u << i)) && a->state[i] < state) a->state[i] = state;
+  }
+}
+
 void tsr_conf_support_report(tsr_conf_session *s) {
   char reason[600];
   for (int32_t op = 1; op < TSR_OP_COUNT; ++op) {
@@ -77,6 +99,16 @@ void tsr_conf_support_report(tsr_conf_session *s) {
       if (!tsr_conf_op_accepts(op, dt)) continue;
       int yes = declared(s, op, dt, reason, sizeof(reason));
       tsr_conf_record_support(op, dt, yes, reason);
+      // The same question per selector value, for the selector matrix.
+      if (!yes || tsr_op_selector_count(op) == 0) continue;
+      selector_scan scan;
+      memset(&scan, 0, sizeof(scan));
+      scan.session = s;
+      tsr_conf_sink sink = {selector_scan_emit, &scan, s->full, s->props.dtype_mask};
+      if (tsr_conf_cases_emit(op, dt, &sink) != 0) continue;
+      for (int32_t i = 0; i < tsr_op_selector_count(op); ++i) {
+        if (scan.state[i] > 0) tsr_conf_record_selector(op, i, dt, scan.state[i]);
+      }
     }
   }
 }

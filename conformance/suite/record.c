@@ -94,6 +94,12 @@ void tsr_conf_record_support(int32_t op, tsr_dtype_t dtype, int supported, const
   line_write(line);
 }
 
+void tsr_conf_record_selector(int32_t op, int32_t index, tsr_dtype_t dtype, int state) {
+  char line[96];
+  snprintf(line, sizeof(line), "selector\t%d\t%d\t%d\t%d\n", (int)op, (int)index, (int)dtype, state);
+  line_write(line);
+}
+
 void tsr_conf_record_cell(int32_t op, tsr_dtype_t dtype, tsr_conf_result_t result, double ratio,
                           int cases, int passed, int failed, int declined, const char *format,
                           ...) {

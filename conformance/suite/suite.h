@@ -53,6 +53,9 @@ void tsr_conf_record_check(const char *name, tsr_conf_result_t result, double ra
                            const char *format, ...) TSR_ABI_PRINTF(4, 5);
 // The plugin's answer for the representative signature of (op, dtype).
 void tsr_conf_record_support(int32_t op, tsr_dtype_t dtype, int supported, const char *reason);
+// Whether the plugin accepts any case of the battery of (op, dtype) with
+// selector value |index| (tsr_conf_case_selectors): 2 yes, 1 no.
+void tsr_conf_record_selector(int32_t op, int32_t index, tsr_dtype_t dtype, int state);
 // One cell of the numerics matrix.
 void tsr_conf_record_cell(int32_t op, tsr_dtype_t dtype, tsr_conf_result_t result, double ratio,
                           int cases, int passed, int failed, int declined, const char *format,
@@ -282,6 +285,14 @@ int tsr_conf_op_accepts(int32_t op, tsr_dtype_t dtype);
 // The representative (small, contiguous) case that decides whether the
 // plugin declares (op, dtype).
 void tsr_conf_case_representative(int32_t op, tsr_dtype_t dtype, tsr_conf_case *c);
+
+// Selectors (tsr_op_selector_count and tsr_op_selector_name in ops.h): the
+// values of an op's enum-valued attribute and its optional bias, on which
+// support is keyed besides (op, dtype).
+#define TSR_CONF_MAX_SELECTORS 32
+// The selector values case |c| exercises, as a bit mask (bit i: value i);
+// 0 for an op without a selector.
+uint32_t tsr_conf_case_selectors(const tsr_conf_case *c);
 
 // Per-family emitters (cases_*.c).
 void tsr_conf_cases_elementwise(int32_t op, tsr_dtype_t dtype, tsr_conf_sink *sink);

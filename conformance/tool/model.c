@@ -104,6 +104,16 @@ int tsr_conf_model_line(tsr_conf_model *m, const char *text) {
     snprintf(c->reason, sizeof(c->reason), "%s", f[4]);
     return 0;
   }
+  if (strncmp(line, "selector\t", 9) == 0) {
+    int n = split(line, f, 5);
+    if (n < 5) return -1;
+    int op = atoi(f[1]), index = atoi(f[2]), dt = atoi(f[3]), state = atoi(f[4]);
+    if (!op_dtype_ok(op, dt) || index < 0 || index >= TSR_CONF_MAX_SELECTORS || state < 0 || state > 2) {
+      return -1;
+    }
+    m->selectors[op][index][dt] = (signed char)state;
+    return 0;
+  }
   if (strncmp(line, "cell\t", 5) == 0) {
     int n = split(line, f, 10);
     if (n < 10) return -1;

@@ -56,6 +56,9 @@ typedef struct tsr_conf_model {
   tsr_conf_failure_row *failures;
   int failure_count, failure_capacity;
   tsr_conf_cell cells[TSR_OP_COUNT][TSR_DTYPE_COUNT];
+  // Per selector value of a declared (op, dtype): 0 no case of the battery
+  // has that value, 1 every such case declined, 2 some case accepted.
+  signed char selectors[TSR_OP_COUNT][TSR_CONF_MAX_SELECTORS][TSR_DTYPE_COUNT];
   int op_ran[TSR_OP_COUNT];
   double seconds;
   int cases_total;

@@ -61,6 +61,26 @@ static int op_declared(const tsr_conf_model *m, int op) {
   return 0;
 }
 
+// A selector matrix entry: Y some case with that value accepted, . every
+// one declined, blank no case (or the pair not declared).
+static const char *selector_word(const tsr_conf_model *m, int op, int index, int dt) {
+  switch (m->selectors[op][index][dt]) {
+    case 2: return "Y";
+    case 1: return ".";
+    default: return "";
+  }
+}
+
+// 1 when every selector value with a case is declared wherever |op| is.
+static int selectors_all_declared(const tsr_conf_model *m, int op) {
+  for (int i = 0; i < tsr_op_selector_count(op); ++i) {
+    for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) {
+      if (m->selectors[op][i][dt] == 1) return 0;
+    }
+  }
+  return 1;
+}
+
 static const char *verdict_word(tsr_conf_verdict_t v) {
   switch (v) {
     case TSR_CONF_CERTIFIED: return "CERTIFIED";
@@ -137,6 +157,33 @@ void tsr_conf_report_text(const tsr_conf_model *m, FILE *out) {
   }
   fprintf(out, "  legend: pass; pass* = passed, some cases declined by the plugin; FAIL; - = not declared by the\n"
                "  plugin; n/a = the catalogue does not define the op for that dtype; skip = could not be checked.\n");
+
+  // Support per selector value: a plugin may implement RELU and not NEG.
+  int selector_header = 0;
+  for (int op = 1; op < TSR_OP_COUNT; ++op) {
+    if (tsr_op_selector_count(op) == 0 || !op_declared(m, op)) continue;
+    if (selector_header++ == 0) {
+      fprintf(out, "\nSupport per selector value (Y: declared; .: every case declined; blank: no case)\n");
+    }
+    if (selectors_all_declared(m, op)) {
+      int with_cases = 0;
+      for (int i = 0; i < tsr_op_selector_count(op); ++i) {
+        int any = 0;
+        for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) any |= m->selectors[op][i][dt] != 0;
+        with_cases += any;
+      }
+      fprintf(out, "  %-24s every value declared wherever the op is (%d of %d values have cases)\n",
+              tsr_op_name(op), with_cases, tsr_op_selector_count(op));
+      continue;
+    }
+    for (int i = 0; i < tsr_op_selector_count(op); ++i) {
+      char label[64];
+      snprintf(label, sizeof(label), "%s %s", tsr_op_name(op), tsr_op_selector_name(op, i));
+      fprintf(out, "  %-24s", label);
+      for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) fprintf(out, " %-9s", selector_word(m, op, i, dt));
+      fputc('\n', out);
+    }
+  }
 
   int shown = 0;
   for (int op = 1; op < TSR_OP_COUNT; ++op) {
@@ -249,6 +296,24 @@ int tsr_conf_report_markdown(const tsr_conf_model *m, const char *file) {
   }
   fprintf(out, "\n`pass*`: passed, some cases declined by the plugin. `-`: not declared. `n/a`: not defined by the "
                "catalogue for that dtype.\n\n");
+  int selector_ops = 0;
+  for (int op = 1; op < TSR_OP_COUNT; ++op) {
+    if (tsr_op_selector_count(op) == 0 || !op_declared(m, op)) continue;
+    if (selector_ops++ == 0) {
+      fprintf(out, "## Support per selector value\n\nY: some case with that value accepted; `.`: every such case "
+                   "declined; blank: no case of the battery has it, or the pair is not declared.\n\n| op | value |");
+      for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) fprintf(out, " %s |", tsr_oracle_dtype_name(dt));
+      fprintf(out, "\n|---|---|");
+      for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) fprintf(out, "---|");
+      fputc('\n', out);
+    }
+    for (int i = 0; i < tsr_op_selector_count(op); ++i) {
+      fprintf(out, "| %s | %s |", tsr_op_name(op), tsr_op_selector_name(op, i));
+      for (int dt = 0; dt < TSR_DTYPE_COUNT; ++dt) fprintf(out, " %s |", selector_word(m, op, i, dt));
+      fputc('\n', out);
+    }
+  }
+  if (selector_ops > 0) fputc('\n', out);
   fprintf(out, "## Cells\n\n| op | dtype | result | cases | passed | failed | declined | err/tol | detail |\n"
                "|---|---|---|---|---|---|---|---|---|\n");
   for (int op = 1; op < TSR_OP_COUNT; ++op) {

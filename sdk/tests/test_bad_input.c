@@ -336,6 +336,48 @@ static void test_device_queries_refuse_null_and_bad_arguments(void **state) {
              tsr_device_op_supported(g_ref, TSR_OP_INVALID, TSR_FLOAT32));
   BAD_STATUS("op_supported", TSR_INVALID_ARGUMENT, tsr_device_op_supported(g_ref, TSR_OP_FILL, 99));
   BAD_STATUS("op_supported", TSR_INVALID_ARGUMENT, tsr_device_op_supported(g_ref, TSR_OP_FILL, -1));
+  // Per selector value: bad arguments, then what ref implements.
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(NULL, TSR_OP_UNARY, TSR_FLOAT32, 0));
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(g_ref, 999, TSR_FLOAT32, 0));
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(g_ref, TSR_OP_UNARY, 99, 0));
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(g_ref, TSR_OP_UNARY, TSR_FLOAT32, -1));
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(g_ref, TSR_OP_UNARY, TSR_FLOAT32, TSR_UNARY_FN_COUNT));
+  BAD_STATUS("op_selector_supported", TSR_INVALID_ARGUMENT,
+             tsr_device_op_selector_supported(g_ref, TSR_OP_FILL, TSR_FLOAT32, 0));
+  assert_int_equal(tsr_op_selector_count(TSR_OP_FILL), 0);
+  assert_int_equal(tsr_op_selector_count(TSR_OP_MATMUL), TSR_ACTIVATION_COUNT + 1);
+  assert_string_equal(tsr_op_selector_name(TSR_OP_UNARY, TSR_UNARY_RELU), "relu");
+  assert_string_equal(tsr_op_selector_name(TSR_OP_MATMUL, TSR_ACTIVATION_COUNT), "bias");
+  assert_null(tsr_op_selector_name(TSR_OP_UNARY, TSR_UNARY_FN_COUNT));
+  // Every variant signature the probe builds is one ref accepts where the
+  // catalogue defines it: the bias, AVG pooling, per-row losses.
+  const struct {
+    tsr_op_id_t op;
+    int32_t selector;
+  } ref_does[] = {{TSR_OP_UNARY, TSR_UNARY_RELU},         {TSR_OP_UNARY_BACKWARD, TSR_UNARY_GELU},
+                  {TSR_OP_MATMUL, TSR_ACTIVATION_COUNT},  {TSR_OP_MATMUL, TSR_ACTIVATION_TANH},
+                  {TSR_OP_CONV2D, TSR_ACTIVATION_COUNT},  {TSR_OP_POOL2D, TSR_POOL_AVG},
+                  {TSR_OP_POOL2D_BACKWARD, TSR_POOL_AVG}, {TSR_OP_PAD, TSR_PAD_REFLECT},
+                  {TSR_OP_RNG_FILL, TSR_RNG_NORMAL},      {TSR_OP_CROSS_ENTROPY, TSR_REDUCTION_NONE},
+                  {TSR_OP_CROSS_ENTROPY_BACKWARD, TSR_REDUCTION_NONE}};
+  for (size_t i = 0; i < sizeof(ref_does) / sizeof(ref_does[0]); ++i) {
+    tsr_status status =
+        tsr_device_op_selector_supported(g_ref, ref_does[i].op, TSR_FLOAT32, ref_does[i].selector);
+    if (status != TSR_OK) {
+      fail_msg("ref: %s %s float32: %s: %s", tsr_op_name(ref_does[i].op),
+               tsr_op_selector_name(ref_does[i].op, ref_does[i].selector), tsr_status_name(status),
+               tsr_last_error());
+    }
+  }
+  // A function the catalogue does not define for the dtype is not supported.
+  assert_int_equal(tsr_device_op_selector_supported(g_ref, TSR_OP_UNARY, TSR_FLOAT32,
+                                                    TSR_UNARY_LOGICAL_NOT),
+                   TSR_UNSUPPORTED);
   tsr_plan_cache_stats pc;
   memset(&pc, 0, sizeof(pc));
   pc.struct_size = sizeof(pc);

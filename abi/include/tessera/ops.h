@@ -447,6 +447,74 @@ static inline const char *tsr_op_name(tsr_op_id_t op) {
   return (op >= 0 && op < TSR_OP_COUNT) ? names[op] : (const char *)0;
 }
 
+// Selectors: the values of an op's enum-valued attribute and its optional
+// operand, on which support is keyed besides (op, dtype) (docs/abi.md 9.2):
+// UNARY and UNARY_BACKWARD the function, BINARY and COMPARE theirs, REDUCE
+// and ARG_REDUCE the kind, MATMUL and CONV2D each activation and then, at
+// index TSR_ACTIVATION_COUNT, the optional bias, POOL2D(_BACKWARD) the kind,
+// PAD the mode, RNG_FILL the distribution, CROSS_ENTROPY(_BACKWARD) the
+// reduction. How many values |op|'s selector has, 0 for an op without one
+// (or an unknown id). Thread-safe.
+static inline int32_t tsr_op_selector_count(tsr_op_id_t op) {
+  switch (op) {
+    case TSR_OP_UNARY:
+    case TSR_OP_UNARY_BACKWARD: return TSR_UNARY_FN_COUNT;
+    case TSR_OP_BINARY: return TSR_BINARY_FN_COUNT;
+    case TSR_OP_COMPARE: return TSR_COMPARE_FN_COUNT;
+    case TSR_OP_REDUCE: return TSR_REDUCE_FN_COUNT;
+    case TSR_OP_ARG_REDUCE: return TSR_ARG_REDUCE_FN_COUNT;
+    case TSR_OP_MATMUL:
+    case TSR_OP_CONV2D: return TSR_ACTIVATION_COUNT + 1;
+    case TSR_OP_POOL2D:
+    case TSR_OP_POOL2D_BACKWARD: return TSR_POOL_KIND_COUNT;
+    case TSR_OP_PAD: return TSR_PAD_MODE_COUNT;
+    case TSR_OP_RNG_FILL: return TSR_RNG_DISTRIBUTION_COUNT;
+    case TSR_OP_CROSS_ENTROPY:
+    case TSR_OP_CROSS_ENTROPY_BACKWARD: return TSR_REDUCTION_COUNT;
+    default: return 0;
+  }
+}
+
+// Name of value |index| of |op|'s selector ("relu", "bias"), or NULL when
+// there is none. Thread-safe.
+static inline const char *tsr_op_selector_name(tsr_op_id_t op, int32_t index) {
+  static const char *const unary[TSR_UNARY_FN_COUNT] = {
+      "neg",   "abs",   "exp",  "log",   "sqrt",        "rsqrt", "reciprocal", "square",    "sin",
+      "cos",   "tanh",  "sigmoid", "relu", "gelu",      "gelu_tanh", "silu",   "leaky_relu", "elu",
+      "sign",  "floor", "ceil", "round", "logical_not", "log1p", "expm1",      "erf"};
+  static const char *const binary[TSR_BINARY_FN_COUNT] = {
+      "add", "sub", "mul", "div", "maximum", "minimum", "pow", "logical_and", "logical_or",
+      "logical_xor"};
+  static const char *const compare[TSR_COMPARE_FN_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  static const char *const reduce[TSR_REDUCE_FN_COUNT] = {"sum", "mean", "max", "min", "prod"};
+  static const char *const arg[TSR_ARG_REDUCE_FN_COUNT] = {"argmax", "argmin"};
+  static const char *const epilogue[TSR_ACTIVATION_COUNT + 1] = {
+      "no activation", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "bias"};
+  static const char *const pool[TSR_POOL_KIND_COUNT] = {"max", "avg"};
+  static const char *const pad[TSR_PAD_MODE_COUNT] = {"constant", "reflect", "replicate"};
+  static const char *const rng[TSR_RNG_DISTRIBUTION_COUNT] = {"uniform", "normal", "bernoulli"};
+  static const char *const reduction[TSR_REDUCTION_COUNT] = {"none", "mean", "sum"};
+  const char *const *names = (const char *const *)0;
+  switch (op) {
+    case TSR_OP_UNARY:
+    case TSR_OP_UNARY_BACKWARD: names = unary; break;
+    case TSR_OP_BINARY: names = binary; break;
+    case TSR_OP_COMPARE: names = compare; break;
+    case TSR_OP_REDUCE: names = reduce; break;
+    case TSR_OP_ARG_REDUCE: names = arg; break;
+    case TSR_OP_MATMUL:
+    case TSR_OP_CONV2D: names = epilogue; break;
+    case TSR_OP_POOL2D:
+    case TSR_OP_POOL2D_BACKWARD: names = pool; break;
+    case TSR_OP_PAD: names = pad; break;
+    case TSR_OP_RNG_FILL: names = rng; break;
+    case TSR_OP_CROSS_ENTROPY:
+    case TSR_OP_CROSS_ENTROPY_BACKWARD: names = reduction; break;
+    default: return (const char *)0;
+  }
+  return index >= 0 && index < tsr_op_selector_count(op) ? names[index] : (const char *)0;
+}
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

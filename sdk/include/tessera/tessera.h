@@ -180,6 +180,13 @@ TSR_API tsr_status tsr_device_synchronize(tsr_device *device);
 // representative otherwise.
 TSR_API tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op,
                                            tsr_dtype_t dtype);
+// As tsr_device_op_supported, for the representative signature with value
+// |selector| of the op's selector (0 .. tsr_op_selector_count(op) - 1, see
+// tessera/ops.h; MATMUL's and CONV2D's last value is the optional bias):
+// whether the plugin implements UNARY's RELU, MATMUL with a bias.
+// TSR_INVALID_ARGUMENT for a value out of range. Thread-safe.
+TSR_API tsr_status tsr_device_op_selector_supported(tsr_device *device, tsr_op_id_t op,
+                                                    tsr_dtype_t dtype, int32_t selector);
 
 typedef struct tsr_plan_cache_stats {
   size_t struct_size;
