@@ -12,6 +12,10 @@
 // makes tsr_backward fail with TSR_INVALID_ARGUMENT naming the op (its storage
 // version changed). In-place ops on a tensor that requires grad are refused
 // while grad mode is on.
+// Its types and TSR_API come from tessera.h, which includes this header at
+// its end; included first, this header lets tessera.h include it whole.
+#include "tessera/tessera.h"
+
 #ifndef TESSERA_AUTOGRAD_H_
 #define TESSERA_AUTOGRAD_H_
 

@@ -6,6 +6,10 @@
 // application for each example. A loader draws batches from a dataset in a
 // seeded shuffled order and prepares the next batch on a background thread
 // while the current one trains.
+// Its types and TSR_API come from tessera.h, which includes this header at
+// its end; included first, this header lets tessera.h include it whole.
+#include "tessera/tessera.h"
+
 #ifndef TESSERA_DATA_H_
 #define TESSERA_DATA_H_
 

@@ -6,6 +6,10 @@
 // old file or the new one, never a half-written one (a killed writer may
 // leave its temporary file behind). Readers check every field of the
 // header and every offset against the file size before touching data.
+// Its types and TSR_API come from tessera.h, which includes this header at
+// its end; included first, this header lets tessera.h include it whole.
+#include "tessera/tessera.h"
+
 #ifndef TESSERA_IO_H_
 #define TESSERA_IO_H_
 

@@ -10,6 +10,10 @@
 // Threading: a module may run forward on several threads at once in eval
 // mode; training-mode forward (batch-norm running statistics, dropout) and
 // every setter need external synchronisation.
+// Its types and TSR_API come from tessera.h, which includes this header at
+// its end; included first, this header lets tessera.h include it whole.
+#include "tessera/tessera.h"
+
 #ifndef TESSERA_NN_H_
 #define TESSERA_NN_H_
 

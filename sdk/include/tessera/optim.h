@@ -7,6 +7,10 @@
 // "<param name>.<state>" with PyTorch's state names (momentum_buffer,
 // exp_avg, exp_avg_sq), for checkpoints. Not thread-safe: one thread steps an
 // optimizer at a time.
+// Its types and TSR_API come from tessera.h, which includes this header at
+// its end; included first, this header lets tessera.h include it whole.
+#include "tessera/tessera.h"
+
 #ifndef TESSERA_OPTIM_H_
 #define TESSERA_OPTIM_H_
 
