@@ -48,11 +48,34 @@ static const char *magic_name(uint32_t magic) {
   }
 }
 
+// The size a whole IDX file of |magic| has, from the first |size| bytes of
+// its decompressed header: 1 with it in |*out_limit| once the header is
+// complete, 0 before, 2 when the header is one parse_raw refuses (a wrong
+// magic, dims that overflow): nothing past it is worth inflating.
+static int declared_size(const uint8_t *bytes, size_t size, uint32_t magic, size_t *out_limit) {
+  const size_t header = 4 + 4 * (size_t)(magic & 0xff);
+  if (size >= 4 && be32(bytes) != magic)
+    return 2;
+  if (size < header)
+    return 0;
+  size_t total = 1;
+  for (size_t d = 0; d < (magic & 0xff); ++d) {
+    const size_t dim = be32(bytes + 4 + 4 * d);
+    if (dim != 0 && total > (SIZE_MAX - header - 1) / dim)
+      return 2;
+    total *= dim;
+  }
+  *out_limit = header + total;
+  return 1;
+}
+
 // Inflates gzip |in| (one member or several concatenated, as gzip(1) writes
 // them) into a new malloc'd buffer. The output grows with the data actually
-// decompressed, never with what a header claims.
-static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, uint8_t **out,
-                         size_t *out_size, char *error, size_t error_size) {
+// decompressed, never with what a header claims, and stops one byte past the
+// size the IDX header of |magic| declares: a small file that would inflate to
+// gigabytes (a "gzip bomb") is refused after that many bytes.
+static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, uint32_t magic,
+                         uint8_t **out, size_t *out_size, char *error, size_t error_size) {
   *out = NULL;
   *out_size = 0;
   z_stream z;
@@ -64,6 +87,8 @@ static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, ui
   size_t capacity = in_size < ((size_t)1 << 20) ? ((size_t)1 << 16) : in_size * 2;
   uint8_t *buf = malloc(capacity);
   size_t used = 0, consumed = 0;
+  size_t limit = SIZE_MAX;  // the declared size, once the header is in
+  int limit_known = 0;
   tsr_status status = TSR_OK;
   if (buf == NULL) {
     status = idx_error(error, error_size, TSR_OUT_OF_MEMORY, name,
@@ -89,6 +114,13 @@ static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, ui
     size_t out_chunk = capacity - used;
     if (out_chunk > ((size_t)1 << 30))
       out_chunk = (size_t)1 << 30;
+    // Up to the header first, then one byte past the declared size: enough
+    // to know there is more.
+    const size_t header = 4 + 4 * (size_t)(magic & 0xff);
+    if (!limit_known && used < header && out_chunk > header - used)
+      out_chunk = header - used;
+    if (limit_known && out_chunk > limit + 1 - used)
+      out_chunk = limit + 1 - used;
     z.next_in = (Bytef *)(in + consumed);
     z.avail_in = (uInt)in_chunk;
     z.next_out = buf + used;
@@ -96,6 +128,19 @@ static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, ui
     int rc = TSR_IDX_ZLIB(inflate)(&z, Z_NO_FLUSH);
     consumed += in_chunk - z.avail_in;
     used += out_chunk - z.avail_out;
+    if (!limit_known) {
+      const int known = declared_size(buf, used, magic, &limit);
+      if (known == 2)
+        break;  // parse_raw names what is wrong with the header
+      limit_known = known;
+    }
+    if (limit_known && used > limit) {
+      status = idx_error(error, error_size, TSR_INVALID_ARGUMENT, name,
+                         "decompresses past the %zu bytes its IDX header declares; stopped after "
+                         "%zu bytes (a gzip bomb, or trailing data)",
+                         limit, used);
+      goto done;
+    }
     if (rc == Z_STREAM_END) {
       if (consumed == in_size)
         break;
@@ -117,7 +162,7 @@ static tsr_status gunzip(const char *name, const uint8_t *in, size_t in_size, ui
     }
     // Z_OK or Z_BUF_ERROR: when the output has room, zlib stopped for want of
     // input, and there is none left.
-    if ((rc == Z_OK || rc == Z_BUF_ERROR) && used < capacity && consumed == in_size) {
+    if ((rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_out > 0 && consumed == in_size) {
       status = idx_error(error, error_size, TSR_INVALID_ARGUMENT, name,
                          "truncated gzip stream: it ends after %zu compressed bytes (%zu "
                          "decompressed) without its end marker",
@@ -232,7 +277,7 @@ tsr_status tsr_idx_parse(const char *name, uint8_t *bytes, size_t size, uint32_t
   uint8_t *raw = bytes;
   size_t raw_size = size;
   if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
-    tsr_status status = gunzip(name, bytes, size, &raw, &raw_size, error, error_size);
+    tsr_status status = gunzip(name, bytes, size, magic, &raw, &raw_size, error, error_size);
     free(bytes);
     if (status != TSR_OK)
       return status;

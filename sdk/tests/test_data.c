@@ -411,6 +411,31 @@ static void test_idx_damaged_gzip_fails_naming_the_file(void **state) {
   free(bytes);
 }
 
+// A gzip bomb: a labels file whose header declares 10 labels, followed by
+// 64 MiB of zeros, about 64 KiB compressed. Inflating stops one byte past
+// the 18 bytes the header declares, instead of after 64 MiB.
+static void test_idx_gzip_bomb_stops_at_the_declared_size(void **state) {
+  (void)state;
+  const size_t zeros = (size_t)64 << 20;
+  const char *bomb = tmp_path("bomb-labels.gz");
+  gzFile g = gzopen(bomb, "wb9");
+  assert_non_null(g);
+  const uint8_t header[8] = {0, 0, 8, 1, 0, 0, 0, 10};
+  assert_int_equal(gzwrite(g, header, sizeof(header)), (int)sizeof(header));
+  uint8_t *block = calloc(1, (size_t)1 << 20);
+  assert_non_null(block);
+  for (size_t done = 0; done < zeros; done += (size_t)1 << 20) {
+    assert_int_equal(gzwrite(g, block, 1u << 20), 1 << 20);
+  }
+  free(block);
+  assert_int_equal(gzclose(g), Z_OK);
+  const char *images = tmp_path("bomb-images");
+  write_pair(images, tmp_path("bomb-labels-unused"), 10, 2, 2, 0);
+  expect_open_error(images, bomb, TSR_INVALID_ARGUMENT, bomb,
+                    "decompresses past the 18 bytes its IDX header declares; stopped after 19 "
+                    "bytes");
+}
+
 static void test_mnist_open_finds_raw_or_gzip_files(void **state) {
   (void)state;
   // Raw train files and gzip test files in the same folder.
@@ -904,6 +929,7 @@ int main(void) {
       cmocka_unit_test(test_idx_normalises_flattens_and_limits),
       cmocka_unit_test(test_idx_corrupt_files_fail_naming_the_file),
       cmocka_unit_test(test_idx_damaged_gzip_fails_naming_the_file),
+      cmocka_unit_test(test_idx_gzip_bomb_stops_at_the_declared_size),
       cmocka_unit_test(test_mnist_open_finds_raw_or_gzip_files),
       cmocka_unit_test(test_fashion_mnist_loads),
       cmocka_unit_test(test_callback_dataset_serves_and_reports_errors),
