@@ -148,6 +148,15 @@ tsr_status tsr_dataset_idx_open(const char *images_path, const char *labels_path
   int64_t count = images.dims[0];
   if (o.limit > 0 && o.limit < count)
     count = o.limit;
+  for (int64_t i = 0; o.num_classes > 0 && i < count; ++i) {
+    if (labels.data[i] >= o.num_classes) {
+      status = tsr_error_set(TSR_INVALID_ARGUMENT,
+                             "%s: '%s': label %u of example %lld is not below num_classes %u", what,
+                             labels_path, (unsigned)labels.data[i], (long long)i, o.num_classes);
+      free(dataset);
+      goto fail;
+    }
+  }
   dataset->kind = TSR_DATASET_IDX;
   dataset->count = count;
   if (o.flatten) {

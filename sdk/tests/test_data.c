@@ -411,6 +411,37 @@ static void test_idx_damaged_gzip_fails_naming_the_file(void **state) {
   free(bytes);
 }
 
+// num_classes checks every kept label: 255 in a test split is refused,
+// naming the file and the example; 0 does not check; labels past |limit|
+// are not read.
+static void test_idx_labels_beyond_num_classes_are_refused(void **state) {
+  (void)state;
+  const char *images = tmp_path("k-images");
+  const char *labels = tmp_path("k-labels");
+  write_pair(images, labels, 6, 2, 2, 0);
+  const uint8_t bad[6] = {0, 1, 2, 255, 4, 5};
+  const uint32_t n = 6;
+  write_idx(labels, 0x00000801u, &n, bad, sizeof(bad), 0);
+  tsr_idx_options o;
+  tsr_idx_options_init(&o);
+  o.num_classes = 10;
+  tsr_dataset *dataset = (tsr_dataset *)(uintptr_t)1;
+  assert_int_equal(tsr_dataset_idx_open(images, labels, &o, &dataset), TSR_INVALID_ARGUMENT);
+  assert_null(dataset);
+  const char *message = tsr_last_error();
+  if (strstr(message, labels) == NULL ||
+      strstr(message, "label 255 of example 3 is not below num_classes 10") == NULL) {
+    fail_msg("message \"%s\"", message);
+  }
+  o.limit = 3;  // the bad label is past the kept examples
+  TS_ASSERT_OK(tsr_dataset_idx_open(images, labels, &o, &dataset));
+  tsr_dataset_destroy(dataset);
+  o.limit = 0;
+  o.num_classes = 0;  // not checked
+  TS_ASSERT_OK(tsr_dataset_idx_open(images, labels, &o, &dataset));
+  tsr_dataset_destroy(dataset);
+}
+
 // A gzip bomb: a labels file whose header declares 10 labels, followed by
 // 64 MiB of zeros, about 64 KiB compressed. Inflating stops one byte past
 // the 18 bytes the header declares, instead of after 64 MiB.
@@ -930,6 +961,7 @@ int main(void) {
       cmocka_unit_test(test_idx_corrupt_files_fail_naming_the_file),
       cmocka_unit_test(test_idx_damaged_gzip_fails_naming_the_file),
       cmocka_unit_test(test_idx_gzip_bomb_stops_at_the_declared_size),
+      cmocka_unit_test(test_idx_labels_beyond_num_classes_are_refused),
       cmocka_unit_test(test_mnist_open_finds_raw_or_gzip_files),
       cmocka_unit_test(test_fashion_mnist_loads),
       cmocka_unit_test(test_callback_dataset_serves_and_reports_errors),

@@ -29,7 +29,10 @@ typedef struct tsr_idx_options {
   double std;       // default 1
   int64_t limit;    // keep the first |limit| examples; 0: all
   uint32_t flatten; // 1: examples are [rows * cols]; 0 (default): [1, rows, cols]
-  uint32_t reserved;
+  // Every label of the kept examples must be below this, or the open fails
+  // naming the file and the example (a test split with labels of 255 would
+  // otherwise score 0% without a word); 0 (default): not checked.
+  uint32_t num_classes;
 } tsr_idx_options;
 TSR_API void tsr_idx_options_init(tsr_idx_options *options);
 
