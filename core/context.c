@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "env.h"
 #include "error.h"
 #include "log.h"
 #include "runtime.h"
@@ -108,9 +109,7 @@ tsr_status tsr_context_create(const tsr_context_options *options, tsr_context **
   atomic_init(&context->error_status, TSR_OK);
   atomic_init(&context->rng_seed, 0);
   atomic_init(&context->rng_offset, 0);
-  const char *deterministic = getenv("TSR_DETERMINISTIC");
-  atomic_init(&context->deterministic,
-              deterministic != NULL && deterministic[0] != '\0' && deterministic[0] != '0');
+  atomic_init(&context->deterministic, tsr_env_flag("TSR_DETERMINISTIC", 0));
   atomic_init(&context->fallback_policy,
               opts.fallback == TSR_FALLBACK_DEFAULT ? policy_from_env() : opts.fallback);
   tsr_status status = tsr_registry_thread_pool_acquire(opts.num_threads);

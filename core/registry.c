@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "error.h"
 #include "log.h"
 #include "runtime.h"
@@ -105,12 +106,9 @@ tsr_status tsr_registry_thread_pool_acquire(int32_t num_threads) {
   tsr_status status = TSR_OK;
   pthread_mutex_lock(&registry_lock);
   if (pool == NULL) {
-    if (num_threads <= 0) {
-      const char *env = getenv("TSR_NUM_THREADS");
-      num_threads = env ? atoi(env) : 0;
-    }
-    if (num_threads <= 0) num_threads = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
-    if (num_threads <= 0) num_threads = 1;
+    int32_t cores = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores <= 0) cores = 1;
+    if (num_threads <= 0) num_threads = (int32_t)tsr_env_int("TSR_NUM_THREADS", 1, 1024, cores);
     tsr_thread_pool *created = NULL;
     status = tsr_thread_pool_create(num_threads, &created);
     if (status == TSR_OK) atomic_store_explicit(&pool, created, memory_order_release);

@@ -8,6 +8,7 @@
 // semantics, or too small to pay a primitive's fixed cost) the own kernel
 // runs. Either way the work stays in this plugin: nothing goes to the ref
 // device, and the plan's engine name says which path was taken.
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +69,36 @@ static tsr_onednn_build_fn tsr_onednn_builder_for(int32_t op) {
 static int64_t g_min_elements = 1 << 16;
 static int32_t g_autotune;
 
+// A malformed setting is a warning naming it and the default kept, never a
+// silent half-parse.
+static void tsr_onednn_setting_warn(const char *name, const char *value, const char *expected,
+                                    const char *kept) {
+  const tsr_host_api *host = tsr_onednn_host_get();
+  if (host == NULL)
+    return;
+  char message[256];
+  snprintf(message, sizeof(message), "%s=%s is not %s; using %s", name, value, expected,
+           kept);
+  host->log(host->ctx, TSR_LOG_WARNING, message);
+}
+
 void tsr_onednn_plan_settings_init(void) {
   const char *min = getenv("TSR_ONEDNN_MIN_ELEMENTS");
   if (min != NULL && min[0] != '\0') {
     char *end = NULL;
+    errno = 0;
     long long v = strtoll(min, &end, 10);
-    if (end != NULL && *end == '\0' && v >= 0)
+    if (end != min && *end == '\0' && errno == 0 && v >= 0) {
       g_min_elements = v;
+    } else {
+      tsr_onednn_setting_warn("TSR_ONEDNN_MIN_ELEMENTS", min, "a count of elements (0 or more)",
+                              "65536");
+    }
   }
   const char *tune = getenv("TSR_ONEDNN_AUTOTUNE");
   g_autotune = tune != NULL && strcmp(tune, "1") == 0;
+  if (tune != NULL && tune[0] != '\0' && strcmp(tune, "1") != 0 && strcmp(tune, "0") != 0)
+    tsr_onednn_setting_warn("TSR_ONEDNN_AUTOTUNE", tune, "1 or 0", "0");
 }
 
 tsr_status tsr_onednn_op_supports(const tsr_op_signature *signature) {
