@@ -89,6 +89,18 @@ static int parse_int(const char *flag, const char *text, int64_t lo, int64_t hi,
   return 1;
 }
 
+// Parses a positive, finite learning rate; 0 on failure with a message.
+static int parse_lr(const char *flag, const char *text, double *out) {
+  char *end = NULL;
+  const double v = strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0) || !isfinite(v)) {
+    fprintf(stderr, "tsr-train: %s must be a positive number, not '%s'\n", flag, text);
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 static int options_parse(int argc, char **argv, options *o) {
   *o = (options){.model = "mlp",
                  .epochs = 5,
@@ -128,15 +140,10 @@ static int options_parse(int argc, char **argv, options *o) {
           return 2;
         o->batch = v;
         break;
-      case 'l': {
-        char *end = NULL;
-        o->lr = strtod(optarg, &end);
-        if (end == optarg || *end != '\0' || !(o->lr > 0) || !isfinite(o->lr)) {
-          fprintf(stderr, "tsr-train: --lr must be a positive number, not '%s'\n", optarg);
+      case 'l':
+        if (!parse_lr("--lr", optarg, &o->lr))
           return 2;
-        }
         break;
-      }
       case 'd':
         o->device = optarg;
         break;
@@ -297,11 +304,31 @@ static int checkpoint_resume(options *o, tsr_module *model, tsr_optimizer *opt,
             o->model);
     rc = 1;
   } else {
-    *out_epochs_done = atoi(epoch);
-    o->seed = strtoull(seed, NULL, 10);
-    o->lr = strtod(lr, NULL);
-    o->batch = strtoll(batch, NULL, 10);
-    tsr_context_rng_offset_set(context, strtoull(offset, NULL, 10));
+    // Parsed and checked exactly as the options they stand for: a file is
+    // outside input, and "abc" must not restart at epoch 1 with trained
+    // weights, nor a NaN rate train at lr 0.
+    char what[4200];
+    int64_t v_epoch = 0, v_seed = 0, v_offset = 0, v_batch = 0;
+    double v_lr = 0;
+    snprintf(what, sizeof(what), "--resume %s: tsr-train.epoch", o->resume);
+    int ok = parse_int(what, epoch, 0, MAX_EPOCHS, &v_epoch);
+    snprintf(what, sizeof(what), "--resume %s: tsr-train.seed", o->resume);
+    ok = ok && parse_int(what, seed, 0, INT64_MAX, &v_seed);
+    snprintf(what, sizeof(what), "--resume %s: tsr-train.rng_offset", o->resume);
+    ok = ok && parse_int(what, offset, 0, INT64_MAX, &v_offset);
+    snprintf(what, sizeof(what), "--resume %s: tsr-train.batch", o->resume);
+    ok = ok && parse_int(what, batch, 1, 65536, &v_batch);
+    snprintf(what, sizeof(what), "--resume %s: tsr-train.base_lr", o->resume);
+    ok = ok && parse_lr(what, lr, &v_lr);
+    if (!ok) {
+      rc = 1;
+    } else {
+      *out_epochs_done = (int)v_epoch;
+      o->seed = (uint64_t)v_seed;
+      o->lr = v_lr;
+      o->batch = v_batch;
+      tsr_context_rng_offset_set(context, (uint64_t)v_offset);
+    }
   }
   tsr_safetensors_close(file);
   return rc;

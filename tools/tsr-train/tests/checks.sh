@@ -4,8 +4,9 @@
 #              least 80% on all 10,000 test images
 #   resume     2 epochs equal 1 epoch + resume + 1 epoch, bit for bit, on ref
 #   bad-input  a missing data folder, truncated and corrupt IDX files, a
-#              checkpoint of another model, a corrupt checkpoint and bad
-#              options each fail with a clear message and a non-zero status
+#              checkpoint of another model, a corrupt checkpoint, checkpoint
+#              metadata out of range and bad options each fail with a clear
+#              message and a non-zero status
 # Exit 77 (ctest: skipped) when Fashion-MNIST is not installed.
 set -uo pipefail
 train="$1"
@@ -22,6 +23,21 @@ cd "$work"
 fail() {
   echo "FAIL: $*"
   exit 1
+}
+
+# Copies checkpoint $1 to $2 with metadata entry $3 set to $4 (the
+# safetensors header is JSON after an 8-byte little-endian length).
+meta_set() {
+  python3 - "$@" <<'PY' || fail "cannot rewrite $1"
+import json, struct, sys
+src, dst, key, value = sys.argv[1:5]
+data = open(src, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+header["__metadata__"][key] = value
+text = json.dumps(header, separators=(",", ":")).encode()
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
 }
 
 # Runs tsr-train expecting failure; the message must match $1.
@@ -77,6 +93,16 @@ case "$check" in
     head -c 3000 cnn.st > broken.st
     expect_failure "broken.st" --device ref --model cnn --epochs 2 --resume broken.st
     expect_failure "no-such.st" --device ref --resume no-such.st
+    # Metadata parsed and checked like the options they stand for.
+    for bad in "tsr-train.base_lr nan" "tsr-train.base_lr -1" "tsr-train.base_lr inf" \
+               "tsr-train.epoch abc" "tsr-train.epoch -2" "tsr-train.batch 99999999999" \
+               "tsr-train.rng_offset abc" "tsr-train.rng_offset -1" "tsr-train.seed abc" \
+               "tsr-train.seed -1"; do
+      read -r key value <<<"$bad"
+      meta_set cnn.st meta.st "$key" "$value"
+      expect_failure "meta.st: $key must be .*'$value'" --device ref --model cnn --epochs 2 \
+        --train-limit 200 --resume meta.st
+    done
     expect_failure "--model must be mlp or cnn" --model rnn
     expect_failure "--epochs must be" --epochs 0
     expect_failure "--lr must be" --lr -1
