@@ -170,8 +170,10 @@ void tsr_context_destroy(tsr_context *context) {
   }
   for (int32_t i = 0; i < context->rejected_count; ++i) {
     free(context->rejected[i].path);
+    free(context->rejected[i].real);
     free(context->rejected[i].reason);
   }
+  free(context->rejected);
   tsr_registry_thread_pool_release();
   pthread_mutex_destroy(&context->error_lock);
   free(context);

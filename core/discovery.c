@@ -1,4 +1,4 @@
-// Plugin discovery, in the order of DESIGN.md section 3: the application's
+// Plugin discovery, in the order of docs/abi.md 3.2: the application's
 // explicit path, TSR_PLUGIN_PATH, the installed plugin folder, then the
 // folder of libtessera.so. Every rejected candidate is kept with its reason.
 #include <dirent.h>
@@ -21,15 +21,29 @@
 #endif
 
 static void reject(tsr_context *context, const char *path, tsr_status status, const char *reason) {
-  int32_t capacity = (int32_t)(sizeof(context->rejected) / sizeof(context->rejected[0]));
-  if (context->rejected_count >= capacity) return;
+  if (context->rejected_count == context->rejected_capacity) {
+    const int32_t grown = context->rejected_capacity ? 2 * context->rejected_capacity : 16;
+    struct tsr_rejected_entry *bigger =
+        realloc(context->rejected, (size_t)grown * sizeof(*context->rejected));
+    if (bigger == NULL) {
+      tsr_log(TSR_LOG_WARNING, "plugin %s rejected (%s); out of memory to keep the reason", path,
+              reason);
+      return;
+    }
+    context->rejected = bigger;
+    context->rejected_capacity = grown;
+  }
   struct tsr_rejected_entry *r = &context->rejected[context->rejected_count];
   r->path = strdup(path);
+  r->real = realpath(path, NULL);
   r->reason = strdup(reason);
   r->status = status;
   if (r->path == NULL || r->reason == NULL) {
     free(r->path);
+    free(r->real);
     free(r->reason);
+    tsr_log(TSR_LOG_WARNING, "plugin %s rejected (%s); out of memory to keep the reason", path,
+            reason);
     return;
   }
   ++context->rejected_count;
@@ -41,10 +55,7 @@ static int already_seen(const tsr_context *context, const char *real) {
     if (strcmp(context->plugins[i]->path, real) == 0) return 1;
   }
   for (int32_t i = 0; i < context->rejected_count; ++i) {
-    char *r = realpath(context->rejected[i].path, NULL);
-    int same = r != NULL && strcmp(r, real) == 0;
-    free(r);
-    if (same) return 1;
+    if (context->rejected[i].real != NULL && strcmp(context->rejected[i].real, real) == 0) return 1;
   }
   return 0;
 }
@@ -88,28 +99,45 @@ static int is_plugin_name(const char *name) {
 }
 
 static int compare_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+  const char *x = *(char *const *)a, *y = *(char *const *)b;
+  if (x == NULL || y == NULL) return (x != NULL) - (y != NULL);
+  return strcmp(x, y);
 }
 
-// Loads every libtessera-*.so in |folder|, in name order so runs agree.
+// Loads every libtessera-*.so in |folder|, in name order so runs agree,
+// however many there are.
 static void try_folder(tsr_context *context, const char *folder) {
   DIR *dir = opendir(folder);
   if (dir == NULL) return;
-  char *names[256];
-  int count = 0;
+  char **names = NULL;
+  size_t count = 0, capacity = 0;
   struct dirent *entry;
-  while ((entry = readdir(dir)) != NULL && count < 256) {
-    if (is_plugin_name(entry->d_name)) names[count++] = strdup(entry->d_name);
+  while ((entry = readdir(dir)) != NULL) {
+    if (!is_plugin_name(entry->d_name)) continue;
+    if (count == capacity) {
+      const size_t grown = capacity ? 2 * capacity : 16;
+      char **bigger = realloc(names, grown * sizeof(*names));
+      if (bigger == NULL) {
+        reject(context, folder, TSR_OUT_OF_MEMORY,
+               "out of memory listing the folder; the rest of its plugins were not tried");
+        break;
+      }
+      names = bigger;
+      capacity = grown;
+    }
+    names[count++] = strdup(entry->d_name);
   }
   closedir(dir);
-  qsort(names, (size_t)count, sizeof(char *), compare_names);
-  for (int i = 0; i < count; ++i) {
+  // A failed strdup leaves NULL, sorted first and skipped.
+  qsort(names, count, sizeof(char *), compare_names);
+  for (size_t i = 0; i < count; ++i) {
     if (names[i] == NULL) continue;
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", folder, names[i]);
     try_file(context, path);
     free(names[i]);
   }
+  free(names);
 }
 
 static void try_path_list(tsr_context *context, const char *list) {

@@ -125,12 +125,14 @@ struct tsr_context {
   _Atomic(tsr_device *) default_device;
   int32_t plugin_count;
   tsr_plugin *plugins[TSR_MAX_PLUGINS];
-  int32_t rejected_count;
+  // Every rejected candidate, however many a folder holds (grown as needed).
+  int32_t rejected_count, rejected_capacity;
   struct tsr_rejected_entry {
     char *path;
+    char *real;  // realpath of |path|, or NULL when it has none
     char *reason;
     tsr_status status;
-  } rejected[TSR_MAX_PLUGINS * 2];
+  } *rejected;
   atomic_int fallback_policy;
   atomic_uint_fast64_t fallback_ops, fallback_copies, fallback_refusals;
   // Random numbers and determinism (see tsr_context_seed_set).
