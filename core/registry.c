@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_check.h"
 #include "env.h"
 #include "error.h"
 #include "log.h"
@@ -278,11 +280,42 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
       pthread_mutex_unlock(&registry_lock);
       return tsr_error_set(TSR_OUT_OF_MEMORY, "more than %d plugins", TSR_MAX_PLUGINS);
     }
-    dlerror();
-    void *handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    // Checked through one descriptor first (elf_check.h): a truncated
+    // library would kill the process with SIGBUS inside dlopen, a FIFO
+    // would hang it.
+    char why[512];
+    int fd = -1;
+    struct stat checked;
+    status = tsr_elf_candidate_open(real, &fd, &checked, why, sizeof(why));
+    if (status != TSR_OK) {
+      tsr_error_set(status, "%s", why);
+      free(real);
+      pthread_mutex_unlock(&registry_lock);
+      return status;
+    }
+    // dlopen takes the path, not the descriptor, so that $ORIGIN in a
+    // plugin's RUNPATH keeps meaning its folder (through /proc/self/fd/N it
+    // would mean /proc/self/fd). A file replaced since the check (another
+    // inode, size or time) is refused; the window left is the few
+    // instructions between this stat and dlopen's own open.
+    struct stat now;
+    int same = stat(real, &now) == 0 && now.st_dev == checked.st_dev &&
+               now.st_ino == checked.st_ino && now.st_size == checked.st_size &&
+               now.st_mtime == checked.st_mtime;
+    void *handle = NULL;
+    if (same) {
+      dlerror();
+      handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    }
+    close(fd);
+    if (!same) {
+      free(real);
+      pthread_mutex_unlock(&registry_lock);
+      return tsr_error_set(TSR_UNAVAILABLE, "the file changed while it was being checked");
+    }
     if (handle == NULL) {
-      const char *why = dlerror();
-      tsr_error_set(TSR_NOT_FOUND, "dlopen failed: %s", why ? why : "unknown error");
+      const char *why_dl = dlerror();
+      tsr_error_set(TSR_NOT_FOUND, "dlopen failed: %s", why_dl ? why_dl : "unknown error");
       free(real);
       pthread_mutex_unlock(&registry_lock);
       return TSR_NOT_FOUND;
