@@ -4,6 +4,8 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -133,11 +135,24 @@ void tsr_trace_configure(const char *spec) {
   } else if (strcmp(spec, "1") == 0) {
     atomic_store_explicit(&g_mode, TSR_TRACE_TEXT, memory_order_relaxed);
   } else {
-    g_file = fopen(spec, "w");
+    // Non-blocking, and only a regular file: a FIFO without a reader fails
+    // at once (ENXIO) instead of blocking context creation, one with a
+    // reader is refused too.
+    char reason[128];
+    const char *why = NULL;
+    int fd = open(spec, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+    struct stat st;
+    if (fd < 0) {
+      why = errno == ENXIO ? "a FIFO with no reader" : strerror_r(errno, reason, sizeof(reason));
+    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      why = "not a regular file";
+    } else if ((g_file = fdopen(fd, "w")) == NULL) {
+      why = strerror_r(errno, reason, sizeof(reason));
+    }
+    if (why != NULL && fd >= 0 && g_file == NULL) close(fd);
     if (g_file == NULL) {
-      char reason[128];
       tsr_log(TSR_LOG_WARNING, "trace: cannot open TSR_TRACE file \"%s\": %s; tracing is off", spec,
-              strerror_r(errno, reason, sizeof(reason)));
+              why);
     } else {
       snprintf(g_file_path, sizeof(g_file_path), "%s", spec);
       fputc('[', g_file);

@@ -26,7 +26,9 @@ void tsr_idx_options_init(tsr_idx_options *options) {
 static tsr_status file_read(const char *what, const char *path, uint8_t **out, size_t *out_size) {
   *out = NULL;
   *out_size = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO (or a device) answers at once instead of hanging
+  // here, and the check below refuses it.
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
     if (e == ENOENT) {
@@ -38,7 +40,8 @@ static tsr_status file_read(const char *what, const char *path, uint8_t **out, s
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: '%s': not a regular file", what, path);
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: '%s': not a regular file%s", what, path,
+                         S_ISFIFO(st.st_mode) ? " (a FIFO)" : "");
   }
   size_t size = (size_t)st.st_size;
   uint8_t *buf = malloc(size > 0 ? size : 1);

@@ -271,7 +271,9 @@ tsr_status tsr_safetensors_open(const char *path, tsr_safetensors **out_file) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "safetensors_open: %s is NULL",
                          path == NULL ? "path" : "out_file");
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO (or a device) answers at once instead of hanging
+  // here, and the check below refuses it.
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     return tsr_error_set(err == ENOENT ? TSR_NOT_FOUND : TSR_UNAVAILABLE,
@@ -286,7 +288,9 @@ tsr_status tsr_safetensors_open(const char *path, tsr_safetensors **out_file) {
   if (!S_ISREG(st.st_mode)) {
     close(fd);
     return tsr_error_set(TSR_INVALID_ARGUMENT, "safetensors %s: %s", path,
-                         S_ISDIR(st.st_mode) ? "is a folder, not a file" : "is not a regular file");
+                         S_ISDIR(st.st_mode)    ? "is a folder, not a file"
+                         : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+                                                : "is not a regular file");
   }
   size_t size = (size_t)st.st_size;
   tsr_safetensors *file = calloc(1, sizeof(*file));

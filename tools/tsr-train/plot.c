@@ -3,6 +3,8 @@
 // as PNG through zlib (filter 0 rows, one IDAT chunk).
 #include "plot.h"
 
+#include "output.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,9 +100,8 @@ static int png_write(const char *path, const raster *r, char *error, size_t erro
     }
     ok = compress2(packed, &packed_size, raw, (uLong)raw_size, 9) == Z_OK;
   }
-  FILE *f = ok ? fopen(path, "wb") : NULL;
+  FILE *f = ok ? tsr_train_output_create(path, error, error_size) : NULL;
   if (ok && f == NULL) {
-    snprintf(error, error_size, "%s: cannot create the file", path);
     free(raw);
     free(packed);
     return 0;

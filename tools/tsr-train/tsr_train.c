@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "output.h"
 #include "plot.h"
 #include "tessera/tessera.h"
 
@@ -338,9 +339,10 @@ static int metrics_write(const options *o, int count, const int *epoch, const do
                          const double *accuracy, const double *seconds, const double *lr) {
   char path[4096];
   snprintf(path, sizeof(path), "%s.csv", o->metrics);
-  FILE *f = fopen(path, "w");
+  char error[512];
+  FILE *f = tsr_train_output_create(path, error, sizeof(error));
   if (f == NULL) {
-    fprintf(stderr, "tsr-train: %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "tsr-train: %s\n", error);
     return 1;
   }
   fprintf(f, "epoch,train_loss,test_accuracy,seconds,lr\n");
@@ -352,7 +354,6 @@ static int metrics_write(const options *o, int count, const int *epoch, const do
     return 1;
   }
   snprintf(path, sizeof(path), "%s.png", o->metrics);
-  char error[512];
   if (!tsr_train_plot_write(path, count, loss, accuracy, error, sizeof(error))) {
     fprintf(stderr, "tsr-train: %s\n", error);
     return 1;
@@ -368,6 +369,20 @@ static int run(options *o) {
             "dataset-fashion-mnist; or pass --data DIR)\n",
             o->data);
     return 1;
+  }
+  // Every path written later is checked now, not after the first epoch.
+  {
+    char csv[4096], png[4096], error[4600];
+    snprintf(csv, sizeof(csv), "%s.csv", o->metrics);
+    snprintf(png, sizeof(png), "%s.png", o->metrics);
+    const char *const outputs[] = {o->save, csv, png};
+    const char *const flags[] = {"--save", "--metrics", "--metrics"};
+    for (int i = 0; i < 3; ++i) {
+      if (outputs[i] != NULL && tsr_train_output_check(outputs[i], error, sizeof(error)) != 0) {
+        fprintf(stderr, "tsr-train: %s %s\n", flags[i], error);
+        return 2;
+      }
+    }
   }
   tsr_context_options copts;
   tsr_context_options_init(&copts);

@@ -45,8 +45,9 @@ expect_failure() {
   local pattern="$1"
   shift
   local out status
-  out="$("$train" "$@" 2>&1)"
+  out="$(timeout 120 "$train" "$@" 2>&1)"
   status=$?
+  [[ $status -ne 124 ]] || fail "tsr-train $* hung (killed after 120 s); expected: $pattern"
   [[ $status -ne 0 ]] || fail "tsr-train $* succeeded; expected: $pattern"
   [[ $status -lt 128 ]] || fail "tsr-train $* crashed (status $status): $out"
   grep -q -- "$pattern" <<<"$out" || fail "tsr-train $*: message does not match '$pattern': $out"
@@ -103,6 +104,24 @@ case "$check" in
       expect_failure "meta.st: $key must be .*'$value'" --device ref --model cnn --epochs 2 \
         --train-limit 200 --resume meta.st
     done
+    # FIFOs and links that lead nowhere, where a file is read or written:
+    # each refused at once, before any training.
+    mkfifo fifo.st fifo-metrics.csv
+    mkdir -p fifo-data
+    mkfifo fifo-data/train-images-idx3-ubyte
+    cp "$data/train-labels-idx1-ubyte.gz" "$data/t10k-images-idx3-ubyte.gz" \
+       "$data/t10k-labels-idx1-ubyte.gz" fifo-data/
+    ln -s loop-b loop-a
+    ln -s loop-a loop-b
+    expect_failure "fifo.st.*FIFO" --device ref --model cnn --resume fifo.st
+    expect_failure "--save fifo.st: a FIFO" --device ref --save fifo.st
+    expect_failure "--metrics fifo-metrics.csv: a FIFO" --device ref --metrics fifo-metrics
+    expect_failure "train-images-idx3-ubyte.*FIFO" --device ref --data fifo-data
+    expect_failure "--save loop-a: a link that leads nowhere (a symlink loop)" --device ref \
+      --save loop-a
+    expect_failure "--save $work/no/such/folder/x.st: its folder" --device ref \
+      --save "$work/no/such/folder/x.st"
+    [[ -p fifo.st ]] || fail "the FIFO given to --save was replaced"
     expect_failure "--model must be mlp or cnn" --model rnn
     expect_failure "--epochs must be" --epochs 0
     expect_failure "--lr must be" --lr -1
