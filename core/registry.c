@@ -193,13 +193,15 @@ static tsr_status plugin_start(tsr_plugin *plugin) {
     return tsr_error_set(TSR_ABI_MISMATCH, "entry returned no plugin table or one too small");
   }
   if (api->abi_major != TSR_ABI_VERSION_MAJOR) {
-    return tsr_error_set(TSR_ABI_MISMATCH, "ABI mismatch: plugin built against %u.%u, core is %d.%d",
+    // The status's name already says "ABI mismatch": the reason does not
+    // repeat it (tsr-info prints "ABI mismatch: <reason>").
+    return tsr_error_set(TSR_ABI_MISMATCH, "plugin built against ABI %u.%u, core is %d.%d",
                          api->abi_major, api->abi_minor, TSR_ABI_VERSION_MAJOR,
                          TSR_ABI_VERSION_MINOR);
   }
   if (api->abi_minor < tsr_abi_oldest_compatible_minor) {
     return tsr_error_set(TSR_ABI_MISMATCH,
-                         "ABI mismatch: plugin built against %u.%u, older than %d.%u, the oldest "
+                         "plugin built against ABI %u.%u, older than %d.%u, the oldest "
                          "minor this core accepts",
                          api->abi_major, api->abi_minor, TSR_ABI_VERSION_MAJOR,
                          tsr_abi_oldest_compatible_minor);

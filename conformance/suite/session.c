@@ -61,7 +61,16 @@ tsr_conf_open_t tsr_conf_session_open(tsr_conf_session *s, const char *path, int
   s->device = device;
   s->host = host;
   if (library == NULL) {
-    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // A bare name is the file in the current folder, as the user typed it:
+    // dlopen would otherwise search the library path for it and could
+    // certify another file of that name.
+    char local[4096];
+    const char *file = path;
+    if (strchr(path, '/') == NULL && strlen(path) + 3 <= sizeof(local)) {
+      snprintf(local, sizeof(local), "./%s", path);
+      file = local;
+    }
+    library = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
       const char *error = dlerror();
       return open_fail(s, TSR_CONF_NOT_LOADED, "dlopen failed: %s%s", error, NULL);
