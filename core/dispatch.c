@@ -213,6 +213,10 @@ static tsr_status refusal_entry(tsr_device *device, const tsr_plan_key *key, con
 // refuses the op gets a fallback entry (plan NULL, with the reason): whether
 // op_supports or plan_create says TSR_UNSUPPORTED, or the plugin returns a
 // plan not marked bit-reproducible while the signature requires it.
+static tsr_status plan_create_entry(tsr_device *device, const tsr_op_signature *signature,
+                                    const tsr_plan_key *key, const tsr_plan_entry **out_entry,
+                                    tsr_plugin_plan **out_uncached);
+
 static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature,
                            const tsr_plan_key *key, const tsr_plan_entry **out_entry,
                            tsr_plugin_plan **out_uncached) {
@@ -222,6 +226,21 @@ static tsr_status plan_get(tsr_device *device, const tsr_op_signature *signature
     *out_entry = entry;
     return TSR_OK;
   }
+  // A miss asks the plugin, which may report its internal choices through
+  // the host's error_set on the way to a plan (a size below its threshold,
+  // a vendor path it declined). A plan or a refusal entry (which keeps its
+  // own reason) is a success: the caller's last error is as it was before.
+  tsr_error_saved saved;
+  tsr_error_save(&saved);
+  tsr_status status = plan_create_entry(device, signature, key, out_entry, out_uncached);
+  if (status == TSR_OK) tsr_error_restore(&saved);
+  return status;
+}
+
+// plan_get's miss: asks the plugin and caches the plan or the refusal.
+static tsr_status plan_create_entry(tsr_device *device, const tsr_op_signature *signature,
+                                    const tsr_plan_key *key, const tsr_plan_entry **out_entry,
+                                    tsr_plugin_plan **out_uncached) {
   const tsr_plugin_api *api = device->plugin->api;
   const char *op_name = tsr_op_name(signature->op);
   tsr_error_clear();

@@ -52,3 +52,13 @@ void tsr_error_clear(void) {
   tls_status = TSR_OK;
   tls_message[0] = '\0';
 }
+
+void tsr_error_save(tsr_error_saved *out_saved) {
+  out_saved->status = tls_status;
+  memcpy(out_saved->message, tls_message, sizeof(out_saved->message));
+}
+
+void tsr_error_restore(const tsr_error_saved *saved) {
+  tls_status = saved->status;
+  memcpy(tls_message, saved->message, sizeof(tls_message));
+}

@@ -19,6 +19,16 @@ tsr_status tsr_error_status(void);
 const char *tsr_error_message(void);
 void tsr_error_clear(void);
 
+// A copy of this thread's last error, so that work which succeeds after
+// plugins reported their internal choices through the host ("6 elements are
+// cheaper on the own kernel") leaves the caller's last error as it found it.
+typedef struct tsr_error_saved {
+  tsr_status status;
+  char message[1024];
+} tsr_error_saved;
+void tsr_error_save(tsr_error_saved *out_saved);
+void tsr_error_restore(const tsr_error_saved *saved);
+
 #define TSR_RETURN_IF_ERROR(expr)      \
   do {                                 \
     tsr_status tsr_status_ = (expr);   \

@@ -246,6 +246,87 @@ static void test_slice_with_a_huge_step_selects_one_element(void **state) {
   tsr_tensor_release(x);
 }
 
+// A successful call leaves the thread's last error as it was: plugins report
+// their internal choices through the host on the way to a plan (the oneDNN
+// plugin's "binary: 6 elements are cheaper on the own kernel"), and those
+// never reach the caller. Every op family, tiny and large (where a plugin
+// takes another path), each on a fresh signature so its plan is made here.
+// The error an earlier, failed call of the application left: what a later
+// successful call must leave in place.
+static char g_sentinel[512];
+
+static void sentinel_set(void) {
+  assert_int_equal(tsr_device_op_supported(NULL, TSR_OP_FILL, TSR_FLOAT32), TSR_INVALID_ARGUMENT);
+  snprintf(g_sentinel, sizeof(g_sentinel), "%s", tsr_last_error());
+  assert_true(g_sentinel[0] != '\0');
+}
+
+static void expect_sentinel(const char *what) {
+  if (tsr_last_status() != TSR_INVALID_ARGUMENT || strcmp(tsr_last_error(), g_sentinel) != 0) {
+    fail_msg("%s succeeded but changed the last error to %s: \"%s\"", what,
+             tsr_status_name(tsr_last_status()), tsr_last_error());
+  }
+}
+
+static tsr_tensor *filled(int32_t rank, const int64_t *sizes, double value) {
+  tsr_tensor *t = tsr_tensor_full(g_device, TSR_FLOAT32, rank, sizes, value);
+  TS_ASSERT_TENSOR(t);
+  return t;
+}
+
+static void test_success_leaves_the_last_error_untouched(void **state) {
+  (void)state;
+  static const int64_t small[1] = {6}, large[2] = {512, 256}, image[4] = {2, 3, 16, 16},
+                       weight[4] = {4, 3, 3, 3}, square[2] = {96, 96};
+  const struct {
+    int32_t rank;
+    const int64_t *sizes;
+  } shapes[] = {{1, small}, {2, large}};
+  for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); ++k) {
+    tsr_tensor *a = filled(shapes[k].rank, shapes[k].sizes, 0.5);
+    tsr_tensor *b = filled(shapes[k].rank, shapes[k].sizes, 2.0);
+    tsr_tensor *r[12] = {0};
+    int n = 0;
+    // Each call is checked alone: the sentinel is set again before it.
+#define SENTINEL_CALL(expr)                                                   \
+  do {                                                                        \
+    sentinel_set();                                                           \
+    r[n] = (expr);                                                            \
+    TS_ASSERT_TENSOR(r[n]);                                                   \
+    expect_sentinel(#expr);                                                   \
+    ++n;                                                                      \
+  } while (0)
+    SENTINEL_CALL(tsr_binary(a, b, TSR_BINARY_ADD, 1.0));
+    SENTINEL_CALL(tsr_binary(a, b, TSR_BINARY_MAXIMUM, 1.0));
+    SENTINEL_CALL(tsr_unary(a, TSR_UNARY_TANH, 0.0));
+    SENTINEL_CALL(tsr_unary(a, TSR_UNARY_RELU, 0.0));
+    SENTINEL_CALL(tsr_unary(a, TSR_UNARY_GELU, 0.0));
+    SENTINEL_CALL(tsr_clamp(a, 1, 0.0, 1, 1.0));
+    SENTINEL_CALL(tsr_reduce(a, TSR_REDUCE_SUM, 0, NULL, 0));
+    SENTINEL_CALL(tsr_softmax(a, -1));
+    SENTINEL_CALL(tsr_log_softmax(a, -1));
+    SENTINEL_CALL(tsr_cast(a, TSR_FLOAT64));
+    SENTINEL_CALL(tsr_compare(a, b, TSR_COMPARE_LT));
+    for (int i = 0; i < n; ++i) tsr_tensor_release(r[i]);
+    tsr_tensor_release(b);
+    tsr_tensor_release(a);
+  }
+  tsr_tensor *r[4] = {0};
+  int n = 0;
+  tsr_tensor *x = filled(4, image, 0.25), *w = filled(4, weight, 0.5);
+  tsr_tensor *m = filled(2, square, 0.125);
+  SENTINEL_CALL(tsr_conv2d(x, w, NULL, NULL));
+  SENTINEL_CALL(tsr_max_pool2d(x, 2, 2, 0));
+  SENTINEL_CALL(tsr_matmul_ex(m, m, NULL, TSR_ACTIVATION_GELU));
+  SENTINEL_CALL(tsr_matmul_ex(m, m, NULL, TSR_ACTIVATION_NONE));
+#undef SENTINEL_CALL
+  for (int i = 0; i < n; ++i) tsr_tensor_release(r[i]);
+  tsr_tensor_release(m);
+  tsr_tensor_release(w);
+  tsr_tensor_release(x);
+  tsr_last_error_clear();
+}
+
 static void test_fill_handles_a_scalar_and_an_empty_tensor(void **state) {
   (void)state;
   tsr_tensor *scalar = tsr_tensor_full(g_device, TSR_FLOAT64, 0, NULL, 2.5);
@@ -1989,6 +2070,7 @@ int main(void) {
       cmocka_unit_test(test_fill_writes_only_the_elements_of_a_strided_view),
       cmocka_unit_test(test_fill_handles_a_scalar_and_an_empty_tensor),
       cmocka_unit_test(test_slice_with_a_huge_step_selects_one_element),
+      cmocka_unit_test(test_success_leaves_the_last_error_untouched),
       cmocka_unit_test(
           test_cast_converts_every_pair_of_dtypes_with_truncation_saturation_and_nan_to_zero),
       cmocka_unit_test(test_cast_reads_a_transposed_view),
