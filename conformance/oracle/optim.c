@@ -15,7 +15,9 @@ static tsr_status sgd_compute(tsr_oracle_call *call) {
   }
   tsr_dtype_t dt = param->dtype;
   double lr = tsr_oracle_attr(a->lr, dt), mom = tsr_oracle_attr(a->momentum, dt);
-  double damp = tsr_oracle_attr(a->dampening, dt), wd = tsr_oracle_attr(a->weight_decay, dt);
+  double wd = tsr_oracle_attr(a->weight_decay, dt);
+  // 1 − dampening is formed in float64 and rounded once (docs/abi.md 10.24).
+  double omd = tsr_oracle_attr(1 - a->dampening, dt);
   int use_momentum = a->momentum != 0;
   tsr_oracle_mark(param, TSR_ORACLE_TOLERANCE);
   // With momentum 0 the buffer is an empty descriptor the plugin ignores.
@@ -27,10 +29,10 @@ static tsr_status sgd_compute(tsr_oracle_call *call) {
     double d = g, bound_d = bound_g;
     if (use_momentum) {
       double b0 = buf->v[i];
-      double b = a->first_step ? g : mom * b0 + (1 - damp) * g;
+      double b = a->first_step ? g : mom * b0 + omd * g;
       double bound_b = a->first_step ? bound_g
-                                     : 3 * (fabs(mom * b0) + fabs((1 - damp) * g)) +
-                                           fabs(1 - damp) * (bound_g + 2 * fabs(g));
+                                     : 3 * (fabs(mom * b0) + fabs(omd * g)) +
+                                           fabs(omd) * (bound_g + 2 * fabs(g));
       buf->v[i] = b;
       buf->bound[i] = bound_b;
       if (a->nesterov) {
@@ -57,19 +59,24 @@ static tsr_status adam_compute(tsr_oracle_call *call) {
     return tsr_oracle_fail(call, TSR_INVALID_ARGUMENT, "adam_update: attribute out of range");
   }
   tsr_dtype_t dt = param->dtype;
-  double lr = tsr_oracle_attr(a->lr, dt), b1 = tsr_oracle_attr(a->beta1, dt);
+  double b1 = tsr_oracle_attr(a->beta1, dt);
   double b2 = tsr_oracle_attr(a->beta2, dt), eps = tsr_oracle_attr(a->eps, dt);
   double wd = tsr_oracle_attr(a->weight_decay, dt);
-  // Bias corrections in float64, from the attributes as given.
+  // Bias corrections in float64, from the attributes as given; the
+  // coefficients formed from them in float64 and rounded once to the
+  // compute type (docs/abi.md 10.25), as PyTorch passes its Python floats.
   double bc1 = 1 - pow(a->beta1, (double)a->step);
   double bc2 = 1 - pow(a->beta2, (double)a->step);
+  double omb1 = tsr_oracle_attr(1 - a->beta1, dt), omb2 = tsr_oracle_attr(1 - a->beta2, dt);
+  double step_size = tsr_oracle_attr(a->lr / bc1, dt);
+  double decay = tsr_oracle_attr(1 - a->lr * a->weight_decay, dt);
   tsr_oracle_mark(param, TSR_ORACLE_TOLERANCE);
   tsr_oracle_mark(m, TSR_ORACLE_TOLERANCE);
   tsr_oracle_mark(v, TSR_ORACLE_TOLERANCE);
   for (int64_t i = 0; i < param->numel; ++i) {
     double p = param->v[i], g, bound_p = 0, bound_g;
     if (a->decoupled_weight_decay) {
-      p = p * (1 - lr * wd);
+      p = p * decay;
       bound_p = 3 * fabs(p);
       g = grad->v[i];
       bound_g = 0;
@@ -77,12 +84,12 @@ static tsr_status adam_compute(tsr_oracle_call *call) {
       g = grad->v[i] + wd * p;
       bound_g = 2 * (fabs(grad->v[i]) + fabs(wd * p));
     }
-    double m1 = b1 * m->v[i] + (1 - b1) * g;
-    double bound_m = 3 * (fabs(b1 * m->v[i]) + fabs((1 - b1) * g)) + (1 - b1) * bound_g;
-    double v1 = b2 * v->v[i] + (1 - b2) * g * g;
-    double bound_v = 3 * (fabs(b2 * v->v[i]) + fabs((1 - b2) * g * g)) + (1 - b2) * 2 * fabs(g) * bound_g;
+    double m1 = b1 * m->v[i] + omb1 * g;
+    double bound_m = 3 * (fabs(b1 * m->v[i]) + fabs(omb1 * g)) + omb1 * bound_g;
+    double v1 = b2 * v->v[i] + omb2 * g * g;
+    double bound_v = 3 * (fabs(b2 * v->v[i]) + fabs(omb2 * g * g)) + omb2 * 2 * fabs(g) * bound_g;
     double denom = sqrt(v1 / bc2) + eps;
-    double step = (lr / bc1) * m1 / denom;
+    double step = step_size * m1 / denom;
     double rel = 6 + (fabs(m1) > 0 ? bound_m / fabs(m1) : 0) +
                  (v1 > 0 ? 0.5 * bound_v / v1 * sqrt(v1 / bc2) / denom : 0);
     m->v[i] = m1;

@@ -282,7 +282,9 @@ tsr_status tsr_ref_sgd_update_plan_init(const tsr_op_signature *signature, tsr_p
   o->f32.lr = (float)attrs->lr;
   o->f32.weight_decay = (float)attrs->weight_decay;
   o->f32.momentum = (float)attrs->momentum;
-  o->f32.one_minus_dampening = 1.0f - (float)attrs->dampening;
+  // Coefficients formed in float64 and rounded once, as PyTorch passes its
+  // Python floats: 1.0f - (float)0.999 is 0.00099998713, 13 ppm off.
+  o->f32.one_minus_dampening = (float)(1.0 - attrs->dampening);
   tsr_ref_optim_loop_fn contiguous, strided;
   TSR_REF_OPTIM_PICK(sgd, plan->operands[0].dtype, contiguous, strided)
   tsr_ref_optim_shape_init(plan, num_used, contiguous, strided);
@@ -343,13 +345,14 @@ tsr_status tsr_ref_adam_update_plan_init(const tsr_op_signature *signature,
   o->f32.lr = (float)attrs->lr;
   o->f32.weight_decay = (float)attrs->weight_decay;
   o->f32.beta1 = (float)attrs->beta1;
-  o->f32.one_minus_beta1 = 1.0f - (float)attrs->beta1;
+  // Coefficients formed in float64 and rounded once (see SGD's).
+  o->f32.one_minus_beta1 = (float)(1.0 - attrs->beta1);
   o->f32.beta2 = (float)attrs->beta2;
-  o->f32.one_minus_beta2 = 1.0f - (float)attrs->beta2;
+  o->f32.one_minus_beta2 = (float)(1.0 - attrs->beta2);
   o->f32.bc2 = (float)bc2;
   o->f32.eps = (float)attrs->eps;
-  o->f32.step_size = (float)attrs->lr / (float)bc1;
-  o->f32.decay = 1.0f - (float)attrs->lr * (float)attrs->weight_decay;
+  o->f32.step_size = (float)(attrs->lr / bc1);
+  o->f32.decay = (float)(1.0 - attrs->lr * attrs->weight_decay);
   tsr_ref_optim_loop_fn contiguous, strided;
   TSR_REF_OPTIM_PICK(adam, plan->operands[0].dtype, contiguous, strided)
   tsr_ref_optim_shape_init(plan, 4, contiguous, strided);

@@ -267,6 +267,51 @@ static void trajectory_check(const model_config *c, tsr_dtype_t dtype, const uns
 
 static const tsr_dtype_t kDtypes[] = {TSR_FLOAT32, TSR_FLOAT64};
 
+// Five Adam or AdamW steps on float32 parameters near 0 (so that rounding
+// the parameter itself is far below the update), against the float64 rule:
+// the error of every element's total update stays within 2e-6 of that
+// update. With the coefficients formed in float64 and rounded once it is
+// 7.4e-7 (Adam) and 2.4e-7 (AdamW) here; forming 1 - beta2 in float32
+// (1.0f - 0.999f = 0.00099998713) made it 7.4e-6 and 6.8e-6.
+static void adam_update_accuracy_check(int adamw) {
+  enum { STEPS = 5 };
+  model_config c = adam_config(adamw ? "AdamW float32, 5 steps" : "Adam float32, 5 steps", adamw,
+                               1e-3, adamw ? 1e-2 : 1e-4);
+  double p0[NELEM], grads[STEPS][NELEM];
+  ts_rng rng = {7 + (uint64_t)adamw};
+  ts_rng_fill(&rng, TSR_FLOAT32, -1e-3, 1e-3, p0, NELEM);
+  for (int t = 0; t < STEPS; ++t) ts_rng_fill(&rng, TSR_FLOAT32, -1, 1, grads[t], NELEM);
+  model s;
+  memset(&s, 0, sizeof(s));
+  memcpy(s.p, p0, sizeof(p0));
+  tsr_tensor *params[NPARAM];
+  for (int j = 0; j < NPARAM; ++j) params[j] = leaf(TSR_FLOAT32, j, p0 + kStart[j]);
+  tsr_optimizer *o = optimizer_make(&c, params, NULL);
+  for (int t = 0; t < STEPS; ++t) {
+    tsr_optimizer_zero_grad(o);
+    for (int j = 0; j < NPARAM; ++j) grad_set(params[j], grads[t] + kStart[j]);
+    TS_ASSERT_OK(tsr_optimizer_step(o));
+    model_step(&c, &s, grads[t], 0);
+  }
+  double got[NELEM], worst = 0;
+  for (int j = 0; j < NPARAM; ++j) read_values(params[j], got + kStart[j], kStart[j + 1] - kStart[j]);
+  for (int i = 0; i < NELEM; ++i) {
+    const double update = fabs(s.p[i] - p0[i]);
+    const double err = fabs(got[i] - s.p[i]) / update;
+    if (err > worst) worst = err;
+  }
+  print_message("  %s: worst error / update %.3g\n", c.label, worst);
+  if (!(worst <= 2e-6)) fail_msg("%s: error %.3g of the update (at most 2e-6)", c.label, worst);
+  tsr_optimizer_destroy(o);
+  for (int j = 0; j < NPARAM; ++j) tsr_tensor_release(params[j]);
+}
+
+static void test_adam_float32_updates_are_within_2e_6_of_the_float64_rule(void **state) {
+  (void)state;
+  adam_update_accuracy_check(0);
+  adam_update_accuracy_check(1);
+}
+
 // --- tests ----------------------------------------------------------------------------
 
 static void test_options_init_sets_pytorch_defaults(void **state) {
@@ -1008,6 +1053,7 @@ int main(void) {
       cmocka_unit_test(test_a_step_is_one_fused_op_per_parameter),
       cmocka_unit_test(test_sgd_trajectories_match_float64_model),
       cmocka_unit_test(test_adam_and_adamw_trajectories_match_float64_model),
+      cmocka_unit_test(test_adam_float32_updates_are_within_2e_6_of_the_float64_rule),
       cmocka_unit_test(test_parameters_without_grad_are_skipped_and_keep_their_state),
       cmocka_unit_test(test_zero_grad_clears_every_gradient),
       cmocka_unit_test(test_state_is_named_after_parameters_and_readable),
