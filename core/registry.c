@@ -210,6 +210,20 @@ static tsr_status plugin_start(tsr_plugin *plugin) {
   if (missing != NULL) {
     return tsr_error_set(TSR_ABI_MISMATCH, "plugin table lacks the required entry '%s'", missing);
   }
+  // docs/abi.md 7.1: devices are "<name>:<index>" and TSR_DEVICE names
+  // them, so a name is short, lower case, and has no ':' or space.
+  size_t name_length = strlen(api->name);
+  int name_ok = name_length <= 31 && api->name[0] >= 'a' && api->name[0] <= 'z';
+  for (size_t i = 0; name_ok && i < name_length; ++i) {
+    const char c = api->name[i];
+    name_ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  }
+  if (!name_ok) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "plugin name '%.64s' breaks the naming rule (a lower-case letter, then "
+                         "lower-case letters, digits, '-' or '_'; at most 31 characters)",
+                         api->name);
+  }
   plugin->api = api;
   for (int32_t i = 0; i < loaded_count; ++i) {
     if (loaded[i] != plugin && loaded[i]->api && loaded[i]->context_refs > 0 &&

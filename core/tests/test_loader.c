@@ -33,6 +33,11 @@
 #else
 #define BADMAJOR NULL
 #endif
+#ifdef TSR_TEST_BADNAME_FIXTURE
+#define BADNAME TSR_TEST_BADNAME_FIXTURE
+#else
+#define BADNAME NULL
+#endif
 #ifdef TSR_TEST_OLDMINOR_FIXTURE
 #define OLDMINOR TSR_TEST_OLDMINOR_FIXTURE
 #else
@@ -207,6 +212,18 @@ static void test_loader_rejects_a_library_without_the_entry_symbol(void **state)
   tsr_rejected_plugin r = rejected_for(context, NOENTRY);
   assert_int_equal(r.status, TSR_NOT_FOUND);
   reason_mentions(&r, TSR_PLUGIN_ENTRY_NAME);
+  tsr_context_destroy(context);
+}
+
+static void test_loader_rejects_a_plugin_whose_name_breaks_the_rule(void **state) {
+  (void)state;
+  need(BADNAME, "the badname fixture");
+  tsr_context *context = context_new(join(REF, BADNAME, NULL));
+  assert_int_equal(tsr_context_plugin_count(context), 1);
+  tsr_rejected_plugin r = rejected_for(context, BADNAME);
+  assert_int_equal(r.status, TSR_INVALID_ARGUMENT);
+  reason_mentions(&r, "Bad Name:1");
+  reason_mentions(&r, "naming rule");
   tsr_context_destroy(context);
 }
 
@@ -722,6 +739,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_loader_rejects_a_library_without_the_entry_symbol),
       T(test_loader_rejects_a_plugin_built_for_another_major),
+      T(test_loader_rejects_a_plugin_whose_name_breaks_the_rule),
       T(test_loader_rejects_a_plugin_whose_init_fails_with_its_message),
       T(test_loader_rejects_an_unavailable_plugin_with_the_probe_reason),
       T(test_loader_rejects_a_plugin_with_a_missing_dependency_with_the_dlerror_text),
