@@ -44,6 +44,7 @@ typedef struct options {
   uint64_t seed;
   int64_t train_limit;
   const char *metrics;
+  int allow_nonfinite;  // --resume from weights holding NaN or infinity
 } options;
 
 static double now(void) {
@@ -56,7 +57,7 @@ static void usage(FILE *out) {
   fputs(
       "usage: tsr-train [--model mlp|cnn] [--epochs N] [--batch B] [--lr X] [--device D]\n"
       "                 [--data DIR] [--save FILE] [--resume FILE] [--seed S]\n"
-      "                 [--train-limit N] [--metrics PREFIX]\n"
+      "                 [--train-limit N] [--metrics PREFIX] [--allow-nonfinite]\n"
       "\n"
       "Trains on Fashion-MNIST (IDX files, raw or .gz) and prints test accuracy on the\n"
       "whole test set after every epoch.\n"
@@ -68,7 +69,8 @@ static void usage(FILE *out) {
       "  --data         the folder of the IDX files\n"
       "                 (default /usr/share/datasets/fashion-mnist)\n"
       "  --save         checkpoint (safetensors) written after every epoch\n"
-      "  --resume       checkpoint to continue from\n"
+      "  --resume       checkpoint to continue from (refused when a weight is NaN or\n"
+      "                 infinite, unless --allow-nonfinite)\n"
       "  --seed         initialisation and shuffle seed (default 1)\n"
       "  --train-limit  use only the first N training images (default: all)\n"
       "  --metrics      PREFIX.csv and PREFIX.png get the per-epoch metrics\n"
@@ -121,6 +123,7 @@ static int options_parse(int argc, char **argv, options *o) {
                                                {"seed", required_argument, 0, 'S'},
                                                {"train-limit", required_argument, 0, 't'},
                                                {"metrics", required_argument, 0, 'M'},
+                                               {"allow-nonfinite", no_argument, 0, 'N'},
                                                {"help", no_argument, 0, 'h'},
                                                {0, 0, 0, 0}};
   int c;
@@ -169,6 +172,9 @@ static int options_parse(int argc, char **argv, options *o) {
         break;
       case 'M':
         o->metrics = optarg;
+        break;
+      case 'N':
+        o->allow_nonfinite = 1;
         break;
       case 'h':
         usage(stdout);
@@ -281,6 +287,41 @@ static tsr_status checkpoint_save(const options *o, tsr_module *model, tsr_optim
                         "tsr-train.rng_offset", "tsr-train.base_lr", "tsr-train.batch"};
   const char *values[] = {o->model, epoch, seed, offset, lr, batch};
   return tsr_checkpoint_save(o->save, model, opt, 6, keys, values);
+}
+
+// 0 when every parameter of |model| is finite; otherwise 1 after naming the
+// first that is not. A NaN or infinite weight trains on as NaN: the
+// checkpoint came from a diverged run or a damaged file.
+static int parameters_finite(const options *o, const tsr_module *model) {
+  for (int32_t p = 0; p < tsr_module_parameter_count(model); ++p) {
+    const char *name = NULL;
+    tsr_tensor *t = NULL;
+    if (tsr_module_parameter_get(model, p, &name, &t) != TSR_OK) return fail("--resume");
+    tsr_tensor *wide = tsr_cast(t, TSR_FLOAT64);
+    const int64_t n = tsr_tensor_numel(t);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int bad = wide == NULL || v == NULL ||
+              tsr_tensor_to_host(wide, v, (size_t)n * sizeof(double)) != TSR_OK;
+    if (bad) {
+      tsr_tensor_release(wide);
+      free(v);
+      return fail("--resume");
+    }
+    int64_t at = -1;
+    for (int64_t i = 0; i < n && at < 0; ++i) {
+      if (!isfinite(v[i])) at = i;
+    }
+    if (at >= 0) {
+      fprintf(stderr,
+              "tsr-train: --resume %s: parameter %s holds %g at element %lld; refusing to train "
+              "from it (--allow-nonfinite to do so anyway)\n",
+              o->resume, name, v[at], (long long)at);
+    }
+    tsr_tensor_release(wide);
+    free(v);
+    if (at >= 0) return 1;
+  }
+  return 0;
 }
 
 // Restores training state from o->resume; returns the epochs already done.
@@ -416,7 +457,8 @@ static int run(options *o) {
     fail("optimizer");
     goto done;
   }
-  if (o->resume != NULL && checkpoint_resume(o, model, opt, context, &epochs_done) != 0)
+  if (o->resume != NULL && (checkpoint_resume(o, model, opt, context, &epochs_done) != 0 ||
+                            (!o->allow_nonfinite && parameters_finite(o, model) != 0)))
     goto done;
   // The schedule's base lr is the run's --lr (the checkpoint's on resume).
   tsr_optimizer_lr_set(opt, o->lr);

@@ -40,6 +40,22 @@ open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
 PY
 }
 
+# Copies checkpoint $1 to $2 with the first element of its first float32
+# tensor set to NaN.
+nan_set() {
+  python3 - "$@" <<'PY' || fail "cannot rewrite $1"
+import json, struct, sys
+src, dst = sys.argv[1:3]
+data = bytearray(open(src, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+name = sorted(k for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32")[0]
+start = 8 + n + header[name]["data_offsets"][0]
+data[start:start + 4] = struct.pack("<I", 0x7FC00000)
+open(dst, "wb").write(bytes(data))
+PY
+}
+
 # Runs tsr-train expecting failure; the message must match $1.
 expect_failure() {
   local pattern="$1"
@@ -104,6 +120,14 @@ case "$check" in
       expect_failure "meta.st: $key must be .*'$value'" --device ref --model cnn --epochs 2 \
         --train-limit 200 --resume meta.st
     done
+    # Weights holding NaN are refused on resume unless asked otherwise.
+    nan_set cnn.st nan.st
+    expect_failure "nan.st: parameter .* holds nan at element 0" --device ref --model cnn \
+      --epochs 2 --train-limit 200 --resume nan.st
+    # --allow-nonfinite passes the check: the run gets as far as the epoch
+    # count (training on NaN weights is slow, so no epoch is run here).
+    expect_failure "the checkpoint has 1 epochs already" --device ref --model cnn --epochs 1 \
+      --train-limit 200 --resume nan.st --allow-nonfinite
     # FIFOs and links that lead nowhere, where a file is read or written:
     # each refused at once, before any training.
     mkfifo fifo.st fifo-metrics.csv
