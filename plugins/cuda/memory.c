@@ -4,6 +4,8 @@
 // with cudaEvents as the stream-order markers. docs/cuda.md says why own size
 // classes rather than a cudaMemPool.
 #include <pthread.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,8 +102,22 @@ void tsr_cuda_memory_init(int32_t device_count) {
   // TSR_CUDA_MEMORY_CAP_MB caps what each device's allocator holds.
   uint64_t cap = 0;
   const char *env = getenv("TSR_CUDA_MEMORY_CAP_MB");
-  if (env != NULL && env[0] != '\0')
-    cap = strtoull(env, NULL, 10) << 20;
+  if (env != NULL && env[0] != '\0') {
+    // Strictly: digits only (strtoull would read "-3" as a huge cap and
+    // "2x" as 2), at most 2^40 MiB so that the shift cannot overflow.
+    char *end = NULL;
+    errno = 0;
+    unsigned long long mb = strtoull(env, &end, 10);
+    if (env[0] >= '0' && env[0] <= '9' && *end == '\0' && errno == 0 && mb <= (1ull << 40)) {
+      cap = (uint64_t)mb << 20;
+    } else {
+      const tsr_host_api *host = tsr_cuda_host();
+      char message[200];
+      snprintf(message, sizeof(message),
+               "TSR_CUDA_MEMORY_CAP_MB=%.64s is not a count of MiB; using no cap", env);
+      if (host != NULL) host->log(host->ctx, TSR_LOG_WARNING, message);
+    }
+  }
   for (int32_t d = 0; d < device_count; ++d) {
     g_memory[d].device = d;
     g_memory[d].spare_count = 0;

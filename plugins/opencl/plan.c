@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ocl.h"
@@ -31,7 +32,13 @@ static const tsr_ocl_op_impl *impl_of(int32_t op) {
 
 static int autotune_env(void) {
   const char *v = getenv("TSR_OPENCL_AUTOTUNE");
-  return v != NULL && strcmp(v, "1") == 0;
+  if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0) return 0;
+  if (strcmp(v, "1") == 0) return 1;
+  static atomic_flag warned = ATOMIC_FLAG_INIT;
+  if (!atomic_flag_test_and_set(&warned)) {
+    tsr_ocl_log(TSR_LOG_WARNING, "TSR_OPENCL_AUTOTUNE=%.64s is not 1 or 0; using 0", v);
+  }
+  return 0;
 }
 
 // Validates |signature| with ref (device index rewritten to 0: ref has one

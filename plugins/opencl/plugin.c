@@ -4,6 +4,9 @@
 // machine; init discovers platforms and devices, and the probe reports
 // "unavailable" with the reason when there are none. ref's objects are
 // compiled in for argument validation only (plan.c).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +42,22 @@ static void stats_write(void) {
   if (path == NULL || path[0] == '\0') return;
   tsr_ocl_program_stats stats;
   tsr_ocl_program_stats_get(&stats);
-  FILE *f = fopen(path, "a");
-  if (f == NULL) return;
+  // Non-blocking and only a regular file: a FIFO without a reader must not
+  // hang shutdown.
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0666);
+  struct stat st;
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    tsr_ocl_log(TSR_LOG_WARNING, "TSR_OPENCL_STATS=%.64s is not a regular file; no statistics",
+                path);
+    return;
+  }
+  FILE *f = fdopen(fd, "a");
+  if (f == NULL) {
+    close(fd);
+    return;
+  }
   fprintf(f,
           "source_builds=%llu binary_loads=%llu build_calls=%llu memory_hits=%llu "
           "source_build_ms=%.1f binary_build_ms=%.1f\n",

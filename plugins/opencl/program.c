@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -80,6 +81,12 @@ void tsr_ocl_programs_release(void) {
 int tsr_ocl_cache_dir(char *out, size_t size) {
   const char *off = getenv("TSR_OPENCL_PROGRAM_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return 0;
+  if (off != NULL && off[0] != '\0' && strcmp(off, "1") != 0) {
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&warned)) {
+      tsr_ocl_log(TSR_LOG_WARNING, "TSR_OPENCL_PROGRAM_CACHE=%.64s is not 1 or 0; using 1", off);
+    }
+  }
   const char *dir = getenv("TSR_OPENCL_CACHE_DIR");
   int n;
   if (dir != NULL && dir[0] != '\0') {
