@@ -113,6 +113,7 @@ static int device_describe(cl_platform_id platform, cl_device_id id, tsr_ocl_dev
   if (has_extension(extensions, "cl_khr_int64_base_atomics")) d->caps |= TSR_OCL_CAP_INT64_ATOMICS;
   if (has_extension(extensions, "cl_ext_float_atomics")) d->caps |= TSR_OCL_CAP_FLOAT_ATOMICS;
   if (type & CL_DEVICE_TYPE_GPU) d->caps |= TSR_OCL_CAP_GPU;
+  d->host_memory = (type & CL_DEVICE_TYPE_CPU) != 0;
   free(extensions);
 
   cl_ulong global = 0, max_alloc = 0, local = 0;

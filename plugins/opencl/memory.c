@@ -156,10 +156,37 @@ static tsr_ocl_buffer *cache_pop(tsr_ocl_allocator *a, uint32_t size_class, cl_c
   return NULL;
 }
 
+// Frees the host memory behind a CL_MEM_USE_HOST_PTR buffer once the
+// OpenCL runtime has destroyed the buffer (after the work using it).
+static void CL_CALLBACK host_memory_free(cl_mem mem, void *host) {
+  (void)mem;
+  free(host);
+}
+
 static tsr_status system_alloc(tsr_ocl_allocator *a, uint64_t capacity, cl_mem *out_mem) {
   cl_int err = CL_SUCCESS;
-  *out_mem = clCreateBuffer(a->device->context, CL_MEM_READ_WRITE, capacity, NULL, &err);
-  if (err == CL_SUCCESS) return TSR_OK;
+  if (a->device->host_memory) {
+    // Host memory the plugin owns: a failed allocation is a status here,
+    // not an assertion inside the runtime when the buffer is first used.
+    const size_t align = 4096;
+    if (capacity > SIZE_MAX - align) return TSR_OUT_OF_MEMORY;
+    void *host = aligned_alloc(align, (size_t)((capacity + align - 1) / align * align));
+    if (host == NULL) {
+      *out_mem = NULL;
+      return TSR_OUT_OF_MEMORY;
+    }
+    *out_mem = clCreateBuffer(a->device->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                              capacity, host, &err);
+    if (err == CL_SUCCESS) err = clSetMemObjectDestructorCallback(*out_mem, host_memory_free, host);
+    if (err == CL_SUCCESS) return TSR_OK;
+    if (*out_mem != NULL) {
+      clReleaseMemObject(*out_mem);
+    }
+    free(host);
+  } else {
+    *out_mem = clCreateBuffer(a->device->context, CL_MEM_READ_WRITE, capacity, NULL, &err);
+    if (err == CL_SUCCESS) return TSR_OK;
+  }
   *out_mem = NULL;
   return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
                  err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE

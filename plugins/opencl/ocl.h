@@ -92,6 +92,11 @@ typedef struct tsr_ocl_device {
   size_t max_work_group_size;
   size_t max_work_item_sizes[3];
   uint32_t base_alignment;   // bytes; CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8, at least 64
+  // A CPU device (PoCL): buffers live in host memory, allocated by the
+  // plugin (CL_MEM_USE_HOST_PTR) so that running out of it is a status.
+  // PoCL allocates lazily otherwise and aborts in an assertion when the
+  // memory is first touched.
+  int host_memory;
   tsr_ocl_allocator *allocator;
 } tsr_ocl_device;
 
