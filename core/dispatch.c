@@ -417,10 +417,11 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
   tsr_device *device = NULL;
   for (int32_t i = 0; i < num_inputs + num_outputs; ++i) {
     const tsr_tensor *t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
-    if (t == NULL) {
-      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s %d is NULL", op_name,
+    if (t == NULL || !tsr_tensor_is_live(t)) {
+      return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s %d %s", op_name,
                            i < num_inputs ? "input" : "output",
-                           i < num_inputs ? i : i - num_inputs);
+                           i < num_inputs ? i : i - num_inputs,
+                           t == NULL ? "is NULL" : "was released (a handle used after release)");
     }
     if (device == NULL) {
       device = t->device;

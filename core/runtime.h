@@ -100,8 +100,18 @@ typedef struct tsr_grad_fn {
 
 struct tsr_scope_stack;
 
+// tsr_tensor.live: set while the handle is live, poisoned when its last
+// reference goes (tensor.c). A released handle's memory is not handed out
+// again before TSR_TENSOR_QUARANTINE further releases on the same thread, so
+// that using or releasing it in that window is a clean error, found by a
+// compare.
+#define TSR_TENSOR_LIVE 0x7e5a11feu
+#define TSR_TENSOR_RELEASED 0xdeadbeefu
+#define TSR_TENSOR_QUARANTINE 256
+
 struct tsr_tensor {
   atomic_int refs;
+  uint32_t live;  // TSR_TENSOR_LIVE or TSR_TENSOR_RELEASED
   tsr_dtype_t dtype;
   int32_t rank;
   tsr_storage *storage;
@@ -118,6 +128,9 @@ struct tsr_tensor {
   int32_t scope_slot;
   struct tsr_scope_stack *scope_owner;
 };
+
+// 1 when |t| is a live handle (not released). A compare, for the hot path.
+static inline int tsr_tensor_is_live(const tsr_tensor *t) { return t->live == TSR_TENSOR_LIVE; }
 
 struct tsr_context {
   int32_t device_count;

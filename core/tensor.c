@@ -6,8 +6,13 @@
 #include "error.h"
 #include "runtime.h"
 
+// Released handles wait in a per-thread FIFO: new ones go to the tail, and
+// a handle is taken from the head only when more than TSR_TENSOR_QUARANTINE
+// are waiting, so every released handle stays poisoned for at least that
+// many further releases. Past TSR_FREE_LIST_CAP the oldest is freed.
 #define TSR_FREE_LIST_CAP 1024
-static TSR_HOT_TLS tsr_tensor *tls_free_tensors;
+static TSR_HOT_TLS tsr_tensor *tls_free_tensors;  // head: the oldest
+static TSR_HOT_TLS tsr_tensor *tls_free_tail;
 static TSR_HOT_TLS int tls_free_tensor_count;
 // Set once this thread's free lists will be trimmed when it exits.
 static TSR_HOT_TLS int tls_trim_registered;
@@ -41,6 +46,7 @@ void tsr_tensor_free_lists_trim(void) {
     tls_free_tensors = t->next_free;
     free(t);
   }
+  tls_free_tail = NULL;
   tls_free_tensor_count = 0;
   tsr_storage_free_list_trim();
   tsr_scope_list_trim();
@@ -93,9 +99,11 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank, co
 // A handle on |storage| that takes over one of the caller's references.
 static tsr_tensor *tensor_adopt(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
                                 const int64_t *sizes, const int64_t *strides, int64_t offset) {
-  tsr_tensor *t = tls_free_tensors;
-  if (t != NULL) {
+  tsr_tensor *t = NULL;
+  if (tls_free_tensor_count > TSR_TENSOR_QUARANTINE) {
+    t = tls_free_tensors;
     tls_free_tensors = t->next_free;
+    if (tls_free_tensors == NULL) tls_free_tail = NULL;
     --tls_free_tensor_count;
   } else {
     t = malloc(sizeof(*t));
@@ -105,6 +113,7 @@ static tsr_tensor *tensor_adopt(tsr_storage *storage, tsr_dtype_t dtype, int32_t
     }
   }
   atomic_init(&t->refs, 1);
+  t->live = TSR_TENSOR_LIVE;
   t->dtype = dtype;
   t->rank = rank;
   t->storage = storage;
@@ -161,14 +170,25 @@ tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t d
 // --- public tensor API ----------------------------------------------------
 
 tsr_tensor *tsr_tensor_retain(tsr_tensor *tensor) {
-  if (tensor != NULL)
-    atomic_fetch_add_explicit(&tensor->refs, 1, memory_order_relaxed);
+  if (tensor == NULL)
+    return NULL;
+  if (!tsr_tensor_is_live(tensor)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_retain: the handle was already released");
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&tensor->refs, 1, memory_order_relaxed);
   return tensor;
 }
 
 void tsr_tensor_release(tsr_tensor * tensor) {
   if (tensor == NULL)
     return;
+  if (!tsr_tensor_is_live(tensor)) {
+    // A double release: an error, never a second free that would hand one
+    // handle to two new tensors.
+    tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_release: the handle was already released");
+    return;
+  }
   if (tensor->scope_owner != NULL)
     tsr_scope_forget(tensor);
   tsr_tensor_unref(tensor);
@@ -190,14 +210,21 @@ void tsr_tensor_unref(tsr_tensor *tensor) {
     tsr_tensor_release(grad);
   }
   tsr_storage_release(tensor->storage);
-  if (tls_free_tensor_count >= TSR_FREE_LIST_CAP) {
-    free(tensor);
-    return;
-  }
+  tensor->live = TSR_TENSOR_RELEASED;
   tsr_thread_free_lists_register();
-  tensor->next_free = tls_free_tensors;
-  tls_free_tensors = tensor;
-  ++tls_free_tensor_count;
+  tensor->next_free = NULL;
+  if (tls_free_tail != NULL) {
+    tls_free_tail->next_free = tensor;
+  } else {
+    tls_free_tensors = tensor;
+  }
+  tls_free_tail = tensor;
+  if (++tls_free_tensor_count > TSR_FREE_LIST_CAP) {
+    tsr_tensor *oldest = tls_free_tensors;
+    tls_free_tensors = oldest->next_free;
+    --tls_free_tensor_count;
+    free(oldest);
+  }
 }
 
 tsr_dtype_t tsr_tensor_dtype(const tsr_tensor *tensor) {
@@ -259,7 +286,7 @@ tsr_device *tsr_tensor_device(const tsr_tensor *tensor) {
 }
 
 uint64_t tsr_tensor_storage_version(const tsr_tensor *tensor) {
-  return tensor ? atomic_load(&tensor->storage->version) : 0;
+  return tensor && tsr_tensor_is_live(tensor) ? atomic_load(&tensor->storage->version) : 0;
 }
 
 int tsr_tensor_shares_storage(const tsr_tensor *a, const tsr_tensor *b) {

@@ -68,6 +68,9 @@ tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_by
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: %s is NULL",
                          tensor ? "dst" : "tensor");
   }
+  if (!tsr_tensor_is_live(tensor)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: the handle was released");
+  }
   tsr_device *device = tensor->device;
   uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
   if (bytes != dst_bytes) {

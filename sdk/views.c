@@ -7,6 +7,10 @@
 
 static tsr_tensor *view_make(tsr_tensor *t, int32_t rank, const int64_t *sizes,
                              const int64_t *strides, int64_t offset) {
+  if (!tsr_tensor_is_live(t)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "view of a tensor handle that was released");
+    return NULL;
+  }
   return tsr_tensor_make(t->storage, t->dtype, rank, sizes, strides, offset);
 }
 

@@ -579,6 +579,71 @@ static void test_tensor_accessors_return_sentinels_for_null_and_out_of_range(voi
   end("accessor");
 }
 
+// A released handle is poisoned and its memory not reused before 256
+// further releases on the thread (TSR_TENSOR_QUARANTINE): an op, a view, a
+// copy to the host or a second release that names it is a clean error, and
+// a double release never makes two new tensors share one handle.
+static void test_released_handles_are_refused_not_reused(void **state) {
+  (void)state;
+  const int64_t sizes[1] = {6};
+  tsr_tensor *a = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, 1.0);
+  tsr_tensor *b = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, 2.0);
+  assert_non_null(a);
+  assert_non_null(b);
+  tsr_tensor_release(a);  // a is now a stale handle
+  tsr_last_error_clear();
+  assert_null(tsr_add(a, b));
+  assert_int_equal(tsr_last_status(), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "was released"));
+  tsr_last_error_clear();
+  assert_null(tsr_reshape(a, 1, sizes));
+  assert_non_null(strstr(tsr_last_error(), "released"));
+  float host[6];
+  assert_int_equal(tsr_tensor_to_host(a, host, sizeof(host)), TSR_INVALID_ARGUMENT);
+  tsr_last_error_clear();
+  assert_null(tsr_tensor_retain(a));
+  assert_non_null(strstr(tsr_last_error(), "already released"));
+  // The double release: an error, and the handle is not handed out twice.
+  tsr_last_error_clear();
+  tsr_tensor_release(a);
+  assert_int_equal(tsr_last_status(), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(tsr_last_error(), "already released"));
+  tsr_tensor *c = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, 3.0);
+  tsr_tensor *d = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, 4.0);
+  assert_non_null(c);
+  assert_non_null(d);
+  assert_ptr_not_equal(c, d);
+  assert_ptr_not_equal(c, a);
+  assert_ptr_not_equal(d, a);
+  // Within the window, no new handle is the stale one: 200 more tensors
+  // made and released.
+  for (int i = 0; i < 200; ++i) {
+    tsr_tensor *t = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, (double)i);
+    assert_non_null(t);
+    assert_ptr_not_equal(t, a);
+    tsr_tensor_release(t);
+  }
+  tsr_last_error_clear();
+  assert_null(tsr_add(a, b));  // still refused
+  assert_non_null(strstr(tsr_last_error(), "was released"));
+  // A tensor used after its scope ended: refused, and the live one is
+  // untouched.
+  size_t mark = tsr_scope_begin();
+  tsr_tensor *scoped = tsr_tensor_full(g_ref, TSR_FLOAT32, 1, sizes, 5.0);
+  assert_non_null(scoped);
+  tsr_scope_end(mark);
+  tsr_last_error_clear();
+  assert_int_equal(tsr_fill_(scoped, 9.0), TSR_INVALID_ARGUMENT);
+  float got[6];
+  assert_int_equal(tsr_tensor_to_host(c, got, sizeof(got)), TSR_OK);
+  for (int i = 0; i < 6; ++i) assert_true(got[i] == 3.0f);
+  tsr_tensor_release(d);
+  tsr_tensor_release(c);
+  tsr_tensor_release(b);
+  tsr_last_error_clear();
+  tsr_context_error_clear(g_context);
+}
+
 static void test_views_refuse_bad_shapes_dims_and_steps(void **state) {
   (void)state;
   begin();
@@ -976,6 +1041,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_to_host_and_to_device_refuse_bad_buffers),
       cmocka_unit_test(test_tensor_accessors_return_sentinels_for_null_and_out_of_range),
       cmocka_unit_test(test_views_refuse_bad_shapes_dims_and_steps),
+      cmocka_unit_test(test_released_handles_are_refused_not_reused),
       cmocka_unit_test(test_op_run_refuses_unknown_ops_bad_operand_counts_and_absurd_attrs),
       cmocka_unit_test(test_elementwise_ops_refuse_null_mismatched_dtypes_and_shapes),
       cmocka_unit_test(test_reductions_refuse_bad_axes_dtypes_and_empty_axes),
