@@ -2,6 +2,7 @@
 // explicit path, TSR_PLUGIN_PATH, the installed plugin folder, then the
 // folder of libtessera.so. Every rejected candidate is kept with its reason.
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -63,7 +64,11 @@ static int already_seen(const tsr_context *context, const char *real) {
 static void try_file(tsr_context *context, const char *path) {
   char *real = realpath(path, NULL);
   if (real == NULL) {
-    reject(context, path, TSR_NOT_FOUND, "no such file");
+    const int e = errno;
+    reject(context, path, TSR_NOT_FOUND,
+           e == ELOOP    ? "a symlink loop"
+           : e == ENOENT ? "no such file (or a link to nothing)"
+                         : strerror(e));
     return;
   }
   int seen = already_seen(context, real);
@@ -148,7 +153,8 @@ static void try_path_list(tsr_context *context, const char *list) {
   for (char *item = strtok_r(copy, ":", &save); item; item = strtok_r(NULL, ":", &save)) {
     struct stat st;
     if (stat(item, &st) != 0) {
-      reject(context, item, TSR_NOT_FOUND, "no such file or folder");
+      reject(context, item, TSR_NOT_FOUND,
+             errno == ELOOP ? "a symlink loop" : "no such file or folder");
     } else if (S_ISDIR(st.st_mode)) {
       try_folder(context, item);
     } else {

@@ -1,7 +1,7 @@
 # Hostile plugin candidates in a plugin folder: a copy of a real plugin cut
 # to 20 KB (dlopen used to die with SIGBUS on it), a FIFO (dlopen used to
 # block on it forever), a text file, a folder, and an ELF file that is not a
-# shared object. tsr-info must list each as rejected with its reason, load
+# shared object, a symlink loop. tsr-info must list each as rejected with its reason, load
 # the real plugin beside them, and exit 0. For ctest (with a timeout):
 #
 #   cmake -DTOOL=tsr-info -DPLUGIN=libtessera-ref.so -DDIR=scratch -P tests_hostile_candidates.cmake
@@ -26,6 +26,8 @@ if(NOT rc EQUAL 0)
 endif()
 string(REPEAT "just text, not a library\n" 8 text)
 file(WRITE ${DIR}/libtessera-text.so "${text}")
+file(CREATE_LINK libtessera-loop-b.so ${DIR}/libtessera-loop-a.so SYMBOLIC)
+file(CREATE_LINK libtessera-loop-a.so ${DIR}/libtessera-loop-b.so SYMBOLIC)
 file(COPY_FILE ${TOOL} ${DIR}/libtessera-program.so)  # an ELF executable (ET_EXEC or PIE)
 file(COPY_FILE ${PLUGIN} ${DIR}/libtessera-zzz.so)
 execute_process(COMMAND ${TOOL} --explicit-only --plugin ${DIR} TIMEOUT 60
@@ -38,6 +40,7 @@ foreach(expect "libtessera-cut.so\n[^\n]*a truncated shared object: segment"
                "libtessera-fifo.so\n[^\n]*not a shared library: a FIFO"
                "libtessera-text.so\n[^\n]*no ELF magic"
                "libtessera-folder.so\n[^\n]*not a shared library: a folder"
+               "libtessera-loop-a.so\n[^\n]*a symlink loop"
                "\n  ref:0")
   if(NOT out MATCHES "${expect}")
     message(FATAL_ERROR "tsr-info's report lacks '${expect}':\n${out}")

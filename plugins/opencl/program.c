@@ -10,6 +10,7 @@
 // file carries its own length and checksum; a damaged one is ignored and
 // rewritten.
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,8 +116,20 @@ static unsigned char *cache_read(uint64_t key, size_t *out_size) {
   char dir[512], path[600];
   if (!tsr_ocl_cache_dir(dir, sizeof(dir))) return NULL;
   snprintf(path, sizeof(path), "%s/%016llx.bin", dir, (unsigned long long)key);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
+  // Without blocking, and only a regular file: a FIFO planted in the cache
+  // folder must not hang the first plan (the binary is then built anew).
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (f == NULL) {
+    close(fd);
+    return NULL;
+  }
   char magic[8];
   uint64_t header[3];  // key, size, checksum
   unsigned char *data = NULL;
@@ -156,7 +169,10 @@ static void cache_write(uint64_t key, cl_program program) {
   }
   snprintf(path, sizeof(path), "%s/%016llx.bin", dir, (unsigned long long)key);
   snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  // A new private file (O_EXCL: never a FIFO or link someone left there).
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (fd >= 0 && f == NULL) close(fd);
   if (f != NULL) {
     uint64_t header[3] = {key, size, fnv1a(14695981039346656037ull, data, size)};
     int ok = fwrite(k_cache_magic, 1, 8, f) == 8 && fwrite(header, sizeof(uint64_t), 3, f) == 3 &&
