@@ -133,8 +133,9 @@ static void try_folder(tsr_context *context, const char *folder) {
     names[count++] = strdup(entry->d_name);
   }
   closedir(dir);
-  // A failed strdup leaves NULL, sorted first and skipped.
-  qsort(names, count, sizeof(char *), compare_names);
+  // A failed strdup leaves NULL, sorted first and skipped. (No names: names
+  // is NULL, which qsort must not be given.)
+  if (count > 1) qsort(names, count, sizeof(char *), compare_names);
   for (size_t i = 0; i < count; ++i) {
     if (names[i] == NULL) continue;
     char path[4096];
