@@ -146,3 +146,25 @@ tsr_status tsr_elf_candidate_open(const char *path, int *out_fd, struct stat *ou
   *out_stat = st;
   return TSR_OK;
 }
+
+int tsr_elf_mentions_origin(int fd, uint64_t size) {
+  // Chunks overlap by the pattern's length less one, so a match across a
+  // chunk boundary is seen.
+  static const char pattern[] = "ORIGIN";
+  const size_t n = sizeof(pattern) - 1;
+  char buf[65536];
+  uint64_t at = 0;
+  while (at < size) {
+    size_t want = size - at < sizeof(buf) ? (size_t)(size - at) : sizeof(buf);
+    if (read_at(fd, buf, want, (off_t)at) != 0) return 1;  // unreadable: the cautious answer
+    for (size_t i = 1; i + n <= want; ++i) {
+      if (buf[i] == 'O' && memcmp(buf + i, pattern, n) == 0 &&
+          (buf[i - 1] == '$' || (buf[i - 1] == '{' && i >= 2 && buf[i - 2] == '$'))) {
+        return 1;
+      }
+    }
+    if (at + want >= size) break;
+    at += want - (n + 1);
+  }
+  return 0;
+}

@@ -20,4 +20,11 @@
 tsr_status tsr_elf_candidate_open(const char *path, int *out_fd, struct stat *out_stat, char *why,
                                   size_t why_size);
 
+// 1 when the checked file |fd| of |size| bytes contains "$ORIGIN" (or
+// "${ORIGIN}"): a RUNPATH or RPATH relative to the library's own folder,
+// which loading it through /proc/self/fd/N would break. A byte scan, so a
+// stray string counts too: the caller then loads by path instead, which is
+// only the safer-looking choice, never a wrong one. Thread-safe.
+int tsr_elf_mentions_origin(int fd, uint64_t size);
+
 #endif  // TESSERA_CORE_ELF_CHECK_H_

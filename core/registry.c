@@ -309,21 +309,35 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
       pthread_mutex_unlock(&registry_lock);
       return status;
     }
-    // dlopen takes the path, not the descriptor, so that $ORIGIN in a
-    // plugin's RUNPATH keeps meaning its folder (through /proc/self/fd/N it
-    // would mean /proc/self/fd). A file replaced since the check (another
-    // inode, size or time) is refused; the window left is the few
-    // instructions between this stat and dlopen's own open.
-    struct stat now;
-    int same = stat(real, &now) == 0 && now.st_dev == checked.st_dev &&
-               now.st_ino == checked.st_ino && now.st_size == checked.st_size &&
-               now.st_mtime == checked.st_mtime;
+    // The file checked is the file loaded: dlopen reads it through the
+    // same descriptor (/proc/self/fd/N), so no one can swap it in between.
+    // Except for a library whose RUNPATH uses $ORIGIN, which through that
+    // path would mean /proc/self/fd: it is loaded by its path, and refused
+    // when the file there is no longer the one checked (another inode,
+    // size or time); the window left is the few instructions between that
+    // stat and dlopen's own open.
     void *handle = NULL;
-    if (same) {
+    int same = 1;
+    const int through_descriptor = !tsr_elf_mentions_origin(fd, (uint64_t)checked.st_size);
+    if (through_descriptor) {
+      char through_fd[64];
+      snprintf(through_fd, sizeof(through_fd), "/proc/self/fd/%d", fd);
       dlerror();
-      handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+      handle = dlopen(through_fd, RTLD_NOW | RTLD_LOCAL);
+    } else {
+      struct stat now;
+      same = stat(real, &now) == 0 && now.st_dev == checked.st_dev &&
+             now.st_ino == checked.st_ino && now.st_size == checked.st_size &&
+             now.st_mtime == checked.st_mtime;
+      if (same) {
+        dlerror();
+        handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+      }
     }
-    close(fd);
+    if (!through_descriptor || handle == NULL) {
+      close(fd);
+      fd = -1;
+    }
     if (!same) {
       free(real);
       pthread_mutex_unlock(&registry_lock);
@@ -339,17 +353,20 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
     plugin = calloc(1, sizeof(*plugin));
     if (plugin == NULL) {
       dlclose(handle);
+      if (fd >= 0) close(fd);
       free(real);
       pthread_mutex_unlock(&registry_lock);
       return tsr_error_set(TSR_OUT_OF_MEMORY, "no memory for a plugin record");
     }
     plugin->path = real;
     plugin->dl_handle = handle;
+    plugin->fd = fd;
     // A library without an entry never ran code of ours: close it again.
     if (dlsym(handle, TSR_PLUGIN_ENTRY_NAME) == NULL) {
       status = tsr_error_set(TSR_NOT_FOUND, "not a Tessera plugin: no exported %s symbol",
                              TSR_PLUGIN_ENTRY_NAME);
       dlclose(handle);
+      if (fd >= 0) close(fd);
       free(plugin->path);
       free(plugin);
       pthread_mutex_unlock(&registry_lock);

@@ -28,6 +28,10 @@ typedef struct tsr_plugin tsr_plugin;
 struct tsr_plugin {
   char *path;                    // realpath of the shared object
   void *dl_handle;               // never dlclosed once its entry ran
+  // The descriptor it was checked and loaded through (/proc/self/fd/N),
+  // kept open while it is loaded so that no other library gets that name
+  // (dlopen matches a loaded library by name first); -1 when loaded by path.
+  int fd;
   const tsr_plugin_api *api;
   tsr_host_api host;             // host.ctx points back at this record
   int32_t context_refs;          // contexts using it; guarded by the registry lock

@@ -39,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tsr_status status = tsr_elf_candidate_open(path, &fd, &st, why, sizeof(why));
   if (status == TSR_OK) {
     if (fd < 0 || (uint64_t)st.st_size != size) abort();
+    (void)tsr_elf_mentions_origin(fd, (uint64_t)st.st_size);
     close(fd);
   } else if (fd != -1 || why[0] == '\0') {
     abort();  // a refusal leaves no descriptor and always says why
