@@ -12,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint_meta.h"
 #include "error.h"
 #include "io_internal.h"
 #include "runtime.h"
 
 #define CKPT_OPTIM_PREFIX "optim."
-#define CKPT_STEP_KEY "optim.step"
-#define CKPT_LR_KEY "optim.lr"
+#define CKPT_STEP_KEY TSR_CKPT_STEP_KEY
+#define CKPT_LR_KEY TSR_CKPT_LR_KEY
 
 static const char *const ckpt_state_kinds[] = {"momentum_buffer", "exp_avg", "exp_avg_sq"};
 
@@ -254,30 +255,6 @@ static int optimizer_has_state(tsr_optimizer *optimizer, const char *name, tsr_t
   return status == TSR_NOT_FOUND ? 0 : 1;
 }
 
-static int parse_int64(const char *s, int64_t *out) {
-  if (s == NULL || *s == '\0')
-    return 0;
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < 0)
-    return 0;
-  *out = v;
-  return 1;
-}
-
-static int parse_double(const char *s, double *out) {
-  if (s == NULL || *s == '\0')
-    return 0;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno != 0 || *end != '\0' || !isfinite(v) || v < 0)
-    return 0;
-  *out = v;
-  return 1;
-}
-
 // Every check, and every read from the file, before anything changes.
 static tsr_status load_prepare(const tsr_safetensors *file, tsr_module *module,
                                tsr_optimizer *optimizer, ckpt_list *list, ckpt_list *extra,
@@ -334,12 +311,12 @@ static tsr_status load_prepare(const tsr_safetensors *file, tsr_module *module,
                            "optimizer?)",
                            path, step == NULL ? CKPT_STEP_KEY : CKPT_LR_KEY);
     }
-    if (!parse_int64(step, out_step)) {
+    if (!tsr_ckpt_meta_step_parse(step, out_step)) {
       return tsr_error_set(TSR_INVALID_ARGUMENT,
                            "checkpoint %s: metadata '%s' is \"%s\", not a step count", path,
                            CKPT_STEP_KEY, step);
     }
-    if (!parse_double(lr, out_lr)) {
+    if (!tsr_ckpt_meta_lr_parse(lr, out_lr)) {
       return tsr_error_set(TSR_INVALID_ARGUMENT,
                            "checkpoint %s: metadata '%s' is \"%s\", not a learning rate", path,
                            CKPT_LR_KEY, lr);

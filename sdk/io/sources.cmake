@@ -4,4 +4,5 @@ list(APPEND TSR_SDK_SOURCES
   io/safetensors.c
   io/atomic_file.c
   io/checkpoint.c
+  io/checkpoint_meta.c
   io/dlpack.c)
