@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlpack_layout.h"
 #include "error.h"
 #include "runtime.h"
 
@@ -46,43 +47,6 @@ static int dtype_to_dl(tsr_dtype_t dtype, DLDataType *out) {
       return 1;
     case TSR_BOOL:
       *out = (DLDataType){kDLBool, 8, 1};
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-static int dtype_from_dl(DLDataType dl, tsr_dtype_t *out) {
-  if (dl.lanes != 1)
-    return 0;
-  switch (dl.code) {
-    case kDLFloat:
-      if (dl.bits == 32)
-        *out = TSR_FLOAT32;
-      else if (dl.bits == 64)
-        *out = TSR_FLOAT64;
-      else if (dl.bits == 16)
-        *out = TSR_FLOAT16;
-      else
-        return 0;
-      return 1;
-    case kDLBfloat:
-      if (dl.bits != 16)
-        return 0;
-      *out = TSR_BFLOAT16;
-      return 1;
-    case kDLInt:
-      if (dl.bits == 32)
-        *out = TSR_INT32;
-      else if (dl.bits == 64)
-        *out = TSR_INT64;
-      else
-        return 0;
-      return 1;
-    case kDLBool:
-      if (dl.bits != 8)
-        return 0;
-      *out = TSR_BOOL;
       return 1;
     default:
       return 0;
@@ -155,24 +119,6 @@ tsr_status tsr_dlpack_export(tsr_tensor *tensor, DLManagedTensor **out_managed) 
   return TSR_OK;
 }
 
-// Copies element by element in row-major order from a strided source.
-static void gather(const char *src, char *dst, int32_t rank, const int64_t *sizes,
-                   const int64_t *strides, size_t elem, int64_t numel) {
-  int64_t index[TSR_MAX_RANK] = {0};
-  int64_t at = 0;  // element offset of |index| in the source
-  for (int64_t i = 0; i < numel; ++i) {
-    memcpy(dst + (size_t)i * elem, src + at * (int64_t)elem, elem);
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < sizes[d]) {
-        at += strides[d];
-        break;
-      }
-      at -= strides[d] * (index[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
-
 tsr_tensor *tsr_dlpack_import(DLManagedTensor *managed, tsr_device *device) {
   if (managed == NULL || device == NULL) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "dlpack_import: %s is NULL",
@@ -180,59 +126,22 @@ tsr_tensor *tsr_dlpack_import(DLManagedTensor *managed, tsr_device *device) {
     return NULL;
   }
   const DLTensor *t = &managed->dl_tensor;
-  if (t->device.device_type != kDLCPU) {
-    tsr_fail(device, TSR_UNSUPPORTED,
-             "dlpack_import: device type %d is not kDLCPU (1); only host memory is imported",
-             (int)t->device.device_type);
+  tsr_dlpack_layout l;
+  char why[400];
+  tsr_status status = tsr_dlpack_layout_get(t, &l, why, sizeof(why));
+  if (status != TSR_OK) {
+    tsr_fail(device, status, "dlpack_import: %s", why);
     return NULL;
   }
-  tsr_dtype_t dtype;
-  if (!dtype_from_dl(t->dtype, &dtype)) {
-    tsr_fail(device, TSR_UNSUPPORTED,
-             "dlpack_import: dtype {code %u, bits %u, lanes %u} has no Tessera dtype (float "
-             "16/32/64, bfloat 16, int 32/64, bool 8; one lane)",
-             t->dtype.code, t->dtype.bits, t->dtype.lanes);
-    return NULL;
-  }
-  if (t->ndim < 0 || t->ndim > TSR_MAX_RANK || (t->ndim > 0 && t->shape == NULL)) {
-    tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: ndim is %d%s; at most %d", t->ndim,
-             t->ndim > 0 && t->shape == NULL ? " with shape NULL" : "", TSR_MAX_RANK);
-    return NULL;
-  }
-  int64_t numel = 1;
-  for (int32_t d = 0; d < t->ndim; ++d) {
-    if (t->shape[d] < 0 || (t->shape[d] != 0 && numel > INT64_MAX / t->shape[d])) {
-      tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: shape[%d] is %lld", d,
-               (long long)t->shape[d]);
-      return NULL;
-    }
-    numel *= t->shape[d];
-  }
-  size_t elem = tsr_dtype_size(dtype);
-  if (numel > 0 && t->data == NULL) {
-    tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_import: data is NULL for %lld elements",
-             (long long)numel);
-    return NULL;
-  }
-  if ((uint64_t)numel > SIZE_MAX / elem) {
-    tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_import: %lld elements overflow", (long long)numel);
-    return NULL;
-  }
-  int64_t strides[TSR_MAX_RANK];
-  int64_t running = 1;
-  for (int32_t d = t->ndim - 1; d >= 0; --d) {
-    strides[d] = t->strides != NULL ? t->strides[d] : running;
-    running *= t->shape[d] > 0 ? t->shape[d] : 1;
-  }
-  char *packed = malloc(numel > 0 ? (size_t)numel * elem : 1);
+  const tsr_dtype_t dtype = l.dtype;
+  const int64_t numel = l.numel;
+  char *packed = malloc(numel > 0 ? (size_t)numel * l.elem : 1);
   if (packed == NULL) {
     tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_import: no host memory for %lld elements",
              (long long)numel);
     return NULL;
   }
-  if (numel > 0) {
-    gather((const char *)t->data + t->byte_offset, packed, t->ndim, t->shape, strides, elem, numel);
-  }
+  if (numel > 0) tsr_dlpack_gather((const char *)t->data + t->byte_offset, packed, &l);
   if (dtype == TSR_BOOL) {
     // Tessera's bool is 0 or 1.
     for (int64_t i = 0; i < numel; ++i) packed[i] = packed[i] != 0;

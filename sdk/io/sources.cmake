@@ -5,4 +5,5 @@ list(APPEND TSR_SDK_SOURCES
   io/atomic_file.c
   io/checkpoint.c
   io/checkpoint_meta.c
-  io/dlpack.c)
+  io/dlpack.c
+  io/dlpack_layout.c)

@@ -975,6 +975,15 @@ static void test_dlpack_import_any_strides_and_refusals(void **state) {
   m.dl_tensor.ndim = 2;
   shape[0] = -1;
   assert_null(tsr_dlpack_import(&m, g_device));
+  // Strides whose reach overflows 64-bit offsets: refused before any read
+  // (the copy's offset arithmetic used to overflow and read anywhere).
+  shape[0] = 3;
+  int64_t wild[2] = {INT64_MAX / 2, 1};
+  int64_t *saved_strides = m.dl_tensor.strides;
+  m.dl_tensor.strides = wild;
+  assert_null(tsr_dlpack_import(&m, g_device));
+  assert_non_null(strstr(tsr_last_error(), "strides reach past 64-bit offsets"));
+  m.dl_tensor.strides = saved_strides;
   assert_int_equal(g_deleter_calls, 0);
   assert_null(tsr_dlpack_import(NULL, g_device));
   assert_int_equal(tsr_dlpack_export(NULL, NULL), TSR_INVALID_ARGUMENT);
