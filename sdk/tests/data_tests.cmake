@@ -10,3 +10,10 @@ foreach(_tsr_data_test test_data_ref test_data_onednn)
     set_tests_properties(${_tsr_data_test} PROPERTIES TIMEOUT 120)
   endif()
 endforeach()
+
+# Corrupt, truncated, oversized and hostile files are part of these tests.
+foreach(_tsr_hostile test_data_ref test_data_onednn)
+  if(TEST ${_tsr_hostile})
+    set_property(TEST ${_tsr_hostile} APPEND PROPERTY LABELS hostile)
+  endif()
+endforeach()

@@ -18,3 +18,10 @@ if(TSR_PYTHON3)
                    $<TARGET_FILE:io_interop_driver>)
   set_tests_properties(io_python_interop PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# Corrupt, truncated, oversized and hostile files are part of these tests.
+foreach(_tsr_hostile test_io_ref test_io_onednn)
+  if(TEST ${_tsr_hostile})
+    set_property(TEST ${_tsr_hostile} APPEND PROPERTY LABELS hostile)
+  endif()
+endforeach()
