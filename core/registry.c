@@ -312,13 +312,17 @@ tsr_status tsr_registry_plugin_acquire(tsr_context *context, const char *path,
     // The file checked is the file loaded: dlopen reads it through the
     // same descriptor (/proc/self/fd/N), so no one can swap it in between.
     // Except for a library whose RUNPATH uses $ORIGIN, which through that
-    // path would mean /proc/self/fd: it is loaded by its path, and refused
+    // path would mean /proc/self/fd (and where /proc is missing): it is
+    // loaded by its path, and refused
     // when the file there is no longer the one checked (another inode,
     // size or time); the window left is the few instructions between that
     // stat and dlopen's own open.
     void *handle = NULL;
     int same = 1;
-    const int through_descriptor = !tsr_elf_mentions_origin(fd, (uint64_t)checked.st_size);
+    // Without /proc (a container that does not mount it) there is no
+    // descriptor path: load by path, as for $ORIGIN.
+    const int through_descriptor = access("/proc/self/fd", X_OK) == 0 &&
+                                   !tsr_elf_mentions_origin(fd, (uint64_t)checked.st_size);
     if (through_descriptor) {
       char through_fd[64];
       snprintf(through_fd, sizeof(through_fd), "/proc/self/fd/%d", fd);
