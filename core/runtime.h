@@ -17,9 +17,10 @@
 
 #define TSR_MAX_PLUGINS 32
 // Thread-locals read on every eager op. initial-exec makes each access one
-// instruction instead of a __tls_get_addr call (measured 66 instructions per
-// op with the default model); they are small, so the static TLS block of a
-// libtessera that is dlopened still has room for them.
+// instruction instead of a __tls_get_addr call, which the default model
+// costs on every op (docs/performance.md, "Measurements behind the code's
+// decisions"); they are small, so the static TLS block of a libtessera that
+// is dlopened still has room for them.
 #define TSR_HOT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 #define TSR_STORAGE_MAX_STREAMS 4
 

@@ -24,12 +24,10 @@
 #include "onednn_plugin.h"
 
 // Below this many multiply-adds the own im2col kernel wins against a
-// primitive plus reorders (a few microseconds of fixed cost each). Measured
-// with oneDNN 2.6 on the 2-core AVX2 build machine, 3x3 convolutions, own
-// kernel vs oneDNN: forward and backward-data break even near 32K
-// multiply-adds (37K: 7-11 us vs 7-8 us; 147K: 18-27 us vs 11-13 us); the
-// filter gradient near 256K (147K: 24-30 us vs 32 us; 295K: 61-65 us vs
-// 28-32 us).
+// primitive plus reorders, whose fixed costs outweigh the work there: forward
+// and backward-data break even near 32K multiply-adds, the filter gradient
+// near 256K (docs/performance.md, "Measurements behind the code's
+// decisions").
 #define TSR_ONEDNN_CONV_MIN_MACS (32.0 * 1024.0)
 #define TSR_ONEDNN_CONV_FILTER_MIN_MACS (256.0 * 1024.0)
 // The own multi-channel filter-gradient kernel's float64 sums (O x C x KH x
@@ -396,9 +394,10 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   pb->n = x->sizes[0];
   // One input channel per group: the filter gradient always runs on the
   // own direct kernel (ref's conv_filter_c1.c), whatever the size
-  // threshold: 0.73-1.06 ms where oneDNN 2.6's gemm:jit takes 2.2-3.8 ms
-  // (N 64, 1 -> 32 channels, 28x28, 3x3, two threads, tsr-train traces); a
-  // GEMM with K = 9 is too thin for its blocking.
+  // threshold: a GEMM with K = 9 is too thin for gemm:jit's blocking, and the
+  // own kernel measured several times faster than oneDNN 2.6's on the CNN's
+  // first layer (docs/performance.md, "Measurements behind the code's
+  // decisions").
   if (pb->kind == TSR_CONV_BWD_FILTER &&
       tsr_ref_conv_filter_c1_fits(dtype, pb->cg, w->sizes[2], w->sizes[3], y->sizes, y->strides)) {
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
@@ -407,16 +406,10 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   }
   // Several input channels and one group: the own direct kernel (ref's
   // conv_filter_direct.c) for 3x3 and larger kernels while its float64 sums
-  // stay within TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES. Against oneDNN 2.6 on the
-  // 2-core AVX2 machine, two threads, interleaved runs (ms, own vs oneDNN):
-  // N 64, 32 -> 64, 13x13, 3x3 (the CNN's second layer): 1.7-1.8 vs
-  // 2.6 (gemm:jit) in a fast phase, 2.0-2.6 vs 3.2-3.9 in slow ones;
-  // N 8, 32 -> 64, 28x28, 3x3, pad 1: 1.4-2.2 vs 2.2-4.3 (gemm:jit), NHWC
-  // 1.6-2.3 vs 1.9-3.5 (jit:avx2), stride 2: 0.6 vs 0.9-1.0, dilation 2:
-  // 1.3-1.8 vs 2.0-3.4; N 64, 16 -> 32, 28x28, 5x5, pad 2: 7.8-13 vs 18-28;
-  // N 64, 128 -> 128, 7x7, pad 1: 5.9 vs 6.9; N 1, 16 -> 16, 32x32, pad 1:
-  // 0.07 both (jit:avx2). Left to oneDNN: 1x1 (N 64, 32 -> 64, 13x13: 0.6
-  // vs 0.5) and 256 -> 256 channels at 7x7 (4.7 MB of sums: 25-29 vs 26).
+  // stay within TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES: there it measured faster
+  // than oneDNN 2.6, or as fast. 1x1 kernels and larger sums stay on oneDNN,
+  // which measured faster on them (docs/performance.md, "Measurements behind
+  // the code's decisions").
   if (pb->kind == TSR_CONV_BWD_FILTER &&
       tsr_ref_conv_filter_direct_fits(dtype, pb->groups, x->sizes[1], x->sizes[2], x->sizes[3],
                                       pad_before, pad_after) &&
@@ -428,28 +421,18 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   }
   // The forward without an activation or with RELU (applied after the bias
   // by the own kernels, as by ref's, so that a fused RELU gives the bits of
-  // CONV2D then RELU), on the own direct kernels where measured faster
-  // than oneDNN 2.6's jit:avx2 (blocked, with its reorders) on the 2-core
-  // AVX2 machine, two threads, interleaved runs (ms, own vs oneDNN,
-  // medians). Both routes together: cnn_train's step 9.72 vs 9.91 (medians
-  // of 10 interleaved rounds of 20 steps, 7 rounds won).
+  // CONV2D then RELU), on the own direct kernels in the two domains where
+  // they measured faster than oneDNN 2.6's jit:avx2 (blocked, with its
+  // reorders), alone and in cnn_train's step; elsewhere on oneDNN
+  // (docs/performance.md, "Measurements behind the code's decisions"):
   //
   // - one input channel, one group, up to 3x3, at least 256K y elements
-  //   (ref's conv_fwd_c1.c; it writes y once in NCHW): N 64, 1 -> 32,
-  //   28x28, 3x3 (the CNN's first layer): 0.46-0.49 vs 0.53-0.66 (bench
-  //   conv traces 0.49 vs 0.66); N 64, 1 -> 64, 28x28, pad 1: 0.56-0.59 vs
-  //   1.23-1.39; N 16, 1 -> 8, 64x64, pad 1: 0.16-0.22 vs 0.23-0.25. Left
-  //   to oneDNN: smaller outputs (N 8, 1 -> 16, 32x32: 0.09 vs 0.065), 5x5
-  //   (0.85 vs 0.80) and depthwise groups (not measured).
+  //   (ref's conv_fwd_c1.c; it writes y once in NCHW). Smaller outputs, 5x5
+  //   and depthwise groups (not measured) stay on oneDNN.
   // - several input channels (at least 32), one group, no padding, stride
   //   and dilation 1, 3x3 or larger, an image of at most
-  //   TSR_ONEDNN_CONV_FWD_IMAGE_BYTES (ref's conv_fwd_direct.c): N 64,
-  //   32 -> 64, 13x13, 3x3 (the CNN's second layer): 2.35-2.43 vs 2.62-2.67
-  //   (bench conv traces 1.83 vs 2.00); 64 -> 64, 11x11: 3.05 vs 3.23-3.43;
-  //   32 -> 128, 13x13: 5.28-5.33 vs 5.32-7.9; N 8, 32 -> 64, 13x13: 0.30
-  //   vs 0.31-0.34. Left to oneDNN: padded inputs (N 8, 32 -> 64, 28x28,
-  //   pad 1: 1.9 vs 1.4), 16 channels (N 32, 16 -> 32, 16x16: 0.52 vs 0.48),
-  //   1x1 (0.65-0.75 vs 0.48-0.57), 3 channels (0.22 vs 0.12).
+  //   TSR_ONEDNN_CONV_FWD_IMAGE_BYTES (ref's conv_fwd_direct.c). Padded
+  //   inputs, 16 or 3 channels and 1x1 stay on oneDNN.
   if (pb->kind == TSR_CONV_FWD && pb->groups == 1) {
     const int64_t taps = w->sizes[2] * w->sizes[3];
     const double y_elems = (double)y->sizes[0] * (double)y->sizes[1] * (double)y->sizes[2] *
@@ -686,17 +669,15 @@ static tsr_status tsr_onednn_conv_op_build(const tsr_onednn_conv_problem *pb, in
 // --- choosing ----------------------------------------------------------------------
 
 // The order in which the layouts are tried when not autotuning, from
-// measurements with oneDNN 2.6 on the 2-core AVX2 machine (reorders
-// included):
+// measurements with oneDNN 2.6, reorders included (docs/performance.md,
+// "Measurements behind the code's decisions"):
 // - forward: the blocked direct convolution (jit:avx2) wins at every shape
-//   measured, also with one input channel (0.3 vs 0.6 ms at N 64, C 1, 28x28);
+//   measured, also with one input channel;
 // - backward-data: blocked, except with fewer input channels per group than
-//   a vector holds, where its kernels run mostly empty (C 1: 2.2 vs 0.6 ms);
+//   a vector holds, where its kernels run mostly empty;
 // - filter gradient: the im2col + GEMM on plain NCHW wins when there are
-//   images for every thread to take (N 64, C 32, 13x13: 2.8 vs 3.6 ms;
-//   N 8, C 32, 30x30: 3.9 vs 4.4 ms) or few channels, but it splits work by
-//   image, so with fewer images than 2 per thread the blocked one wins
-//   (N 1, C 16, 32x32: 0.10 vs 0.20 ms).
+//   images for every thread to take or few channels, but it splits work by
+//   image, so with fewer images than 2 per thread the blocked one wins.
 // A layout oneDNN cannot run (a reference implementation only) falls
 // through to the other.
 static void tsr_onednn_conv_layout_order(const tsr_onednn_conv_problem *pb, int *order) {

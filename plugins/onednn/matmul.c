@@ -26,10 +26,8 @@
 #include "onednn_op.h"
 
 // Below this many multiply-adds in all, the own GEMM beats the primitive,
-// whose fixed cost (memory handles, stream, OpenMP fork) is about 2 us.
-// Measured with oneDNN 2.6 on the 2-core AVX2 build machine, square
-// float32 products, own kernel vs primitive: 32^3 1.7-2.1 us vs 2.5-2.7 us;
-// 40^3 3.8-4.9 us vs 2.7-3.7 us; 64^3 6.5-9.9 us vs 5.5-9.7 us.
+// whose fixed cost (memory handles, stream, OpenMP fork) outweighs the work
+// there (docs/performance.md, "Measurements behind the code's decisions").
 #define TSR_ONEDNN_MATMUL_MIN_MACS (40.0 * 40.0 * 40.0)
 // Timing runs per candidate when autotuning (after one warm-up).
 #define TSR_ONEDNN_MATMUL_TIMING_RUNS 3
@@ -140,24 +138,15 @@ static int tsr_onednn_matmul_layout(const tsr_tensor_desc *desc, int batch_bcast
 
 // Linear's gradient products where ref's blocked GEMM (each thread packs
 // its own block of C; transposed operands packed by in-register
-// transposes) was measured faster than oneDNN 2.6's gemm:jit, on the 2-core
-// AVX2 machine, two threads, calls interleaved (us, own vs oneDNN,
-// medians; the VM's speed drifts by up to 2x between runs, so each pair is
-// from one run):
+// transposes) was measured faster than oneDNN 2.6's gemm:jit on two threads
+// (docs/performance.md, "Measurements behind the code's decisions"):
 // - the weight gradient dW = dy^T @ x (A column-major, B row-major), M and
-//   N at least 256, K (the batch) at most 512: mlp_train's M 512, K 128,
-//   N 512 435-593 vs 686-812 (0.63-0.76); N 784 830-935 vs 1042-1194 and
-//   858-880 vs 1328-1421 (0.62-0.90).
+//   N at least 256, K (the batch) at most 512;
 // - the input gradient dx = dy @ w (both row-major) at M 64-512, N and K
-//   256-512: M 128, N = K = 512 (mlp_train's) 541-593 vs 688-726 (0.76-0.81
-//   in two runs; 0.97 in a slow phase); M 256 0.88; M 512 0.87-0.90; M 64
-//   0.96-0.98. In the training step, relative to the forward product's
-//   time in the same run: 0.70 vs 0.75-0.86.
-// Left to oneDNN, measured as fast or faster there: the CNN's fc1 gradient
-// (M 128, N 1600, K 64: 281 vs 215; K 128: 520 vs 443), N 128 (M 1600,
-// K 128: 376-477 vs 346-410), N 784 (M 128, K 512: 1.16-1.21x), 256 cubed
-// (1.12-1.15x), 1024 and 2048 cubed (1.08x, 1.13x), and every product with
-// B transposed (Linear's forward, M 128, N 512, K 512 or 784: 1.04-1.16x).
+//   256-512.
+// Left to oneDNN, measured as fast or faster there: the CNN's fc1 gradient,
+// N 128, the input gradient at N 784, square products from 256 up, and every
+// product with B transposed (Linear's forward).
 static int tsr_onednn_matmul_runs_own(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
                                       const tsr_tensor_desc *out, int32_t r) {
   for (int32_t d = 0; d < r - 2; ++d) {

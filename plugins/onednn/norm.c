@@ -19,16 +19,13 @@
 // Layer norm's statistics are staged densely in the workspace, so mean and
 // rstd may have any strides; batch norm's [C] operands must be dense.
 //
-// Which implementations are taken, by measurement (oneDNN 2.6, AVX2,
-// x [32, 16, 28, 28], median of 15, one thread, the machine shared):
-// - Layer norm: any but oneDNN's reference one. simple_layer_normalization
-//   ([512, 784]) forward 140-150 us against 320-510 us own, backward
-//   225-310 against 625-1130.
+// Which implementations are taken, by measurement (oneDNN 2.6, AVX2;
+// docs/performance.md, "Measurements behind the code's decisions"):
+// - Layer norm: any but oneDNN's reference one; simple_layer_normalization
+//   measured faster than the own kernel.
 // - Batch norm: jit only. For NCHW oneDNN (2.6 and 3.2) has only its plain
-//   C++ ncsp_bnorm, slower than the own kernel (two threads: training
-//   forward 770-830 us against 230-280, backward 980-1070 against 460-480),
-//   so NCHW stays on the own kernel; NHWC gets bnorm_tbb_jit (forward
-//   220-230 us against 1300-1500, backward 340-390 against 1640-1900).
+//   C++ ncsp_bnorm, slower than the own kernel, so NCHW stays on the own
+//   kernel; NHWC gets bnorm_tbb_jit, faster than the own kernel.
 //
 // What else stays on the own kernels: other dtypes; layer norm whose
 // normalised axes are not one dense run in x-shaped operands or gamma/beta,

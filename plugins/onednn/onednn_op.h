@@ -32,9 +32,10 @@ typedef struct tsr_onednn_build_ctx {
   uint32_t plan_flags;  // the signature's TSR_PLAN_*
   tsr_math_mode_t math_mode;
   // Elementwise-like ops with fewer elements stay on the own kernels: below
-  // this a primitive's fixed cost (about 1 us at 2 threads, with mallocs in
-  // oneDNN) exceeds the work. TSR_ONEDNN_MIN_ELEMENTS overrides it; tests set
-  // 0 to force every primitive path.
+  // this a primitive's fixed cost (mallocs in oneDNN among it) exceeds the
+  // work (docs/performance.md, "Measurements behind the code's decisions").
+  // TSR_ONEDNN_MIN_ELEMENTS overrides it; tests set 0 to force every
+  // primitive path.
   int64_t min_elements;
 } tsr_onednn_build_ctx;
 

@@ -17,14 +17,11 @@
 //   pad_after), which is fewer for such a window.
 // - Anything but float32.
 // - Layouts and windows for which oneDNN has no jit implementation. Its
-//   plain C++ ones measured no faster than the own kernel (oneDNN 2.6, AVX2,
-//   x [32, 16, 28, 28] NCHW, 2x2/2, two threads, median of 15: simple_nchw
-//   forward 1660-1790 us against 800-920 us own, backward 840-870 against
-//   960-1060), and its reference one is slower still. Which layouts get a
-//   jit kernel depends on the ISA: NHWC on every x86 one (jit:avx2 at the
-//   size above, one thread: forward 150-170 us against 1100-1840 own,
-//   backward 270-310 against 1160-1990), NCHW only with AVX-512 (oneDNN
-//   transposes it; not timed here), dilation never (2.6 and 3.2).
+//   plain C++ ones measured no faster than the own kernel, and its reference
+//   one is slower still (docs/performance.md, "Measurements behind the
+//   code's decisions"). Which layouts get a jit kernel depends on the ISA:
+//   NHWC on every x86 one, NCHW only with AVX-512 (oneDNN transposes it; not
+//   timed here), dilation never (2.6 and 3.2).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

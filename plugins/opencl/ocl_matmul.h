@@ -195,12 +195,13 @@ static inline uint64_t tsr_ocl_gemm_packed_bytes(const tsr_ocl_gemm_problem *p,
 
 // Writes the variants that fit |device| into out_order, best first by the
 // device's properties, and returns how many. Devices whose local memory is
-// global memory (CPUs) get the packed kernels first (PoCL, 2 Zen 5 cores,
-// float32 64x7744x288: 40-90 GFLOP/s; 6x16 for float, 6x8 for double, whose
-// vectors are twice as wide), then the direct vector ones (4-7 GFLOP/s),
-// then the scalar direct and tiled ones (0.6-1): staging through local
-// memory only adds copies there, and vector types are what reach their SIMD
-// units. A product of 1-3 rows, which packing would only copy, starts with
+// global memory (CPUs) get the packed kernels first (6x16 for float, 6x8
+// for double, whose vectors are twice as wide), then the direct vector ones,
+// then the scalar direct and tiled ones, in the order of their measured
+// speed on PoCL (docs/performance.md, "Measurements behind the code's
+// decisions"): staging through local memory only adds copies there, and
+// vector types are what reach their SIMD units. A product of 1-3 rows,
+// which packing would only copy, starts with
 // the direct vector kernels. Other devices get the tiled kernels. Either way
 // the tile is sized so the problem still fills the compute units.
 // Thread-safe (pure).

@@ -1,9 +1,10 @@
 // ref's caching allocator: size classes, one free list and lock per class.
 //
 // The class lock is a spin lock: it guards a few loads and stores, never a
-// call, and an out-of-place eager op takes it twice (alloc and free). A
-// pthread mutex cost about 55 instructions per lock and unlock pair there
-// (callgrind, 16-float tsr_add), a spin lock one exchange and one store.
+// call, and an out-of-place eager op takes it twice (alloc and free). A spin
+// lock is one exchange and one store; a pthread mutex cost far more per lock
+// and unlock pair there (docs/performance.md, "Measurements behind the
+// code's decisions").
 //
 // Classes are 64 bytes and then four per power of two (2^k * 5/4, 6/4, 7/4,
 // 8/4), so rounding wastes at most a quarter and a freed block fits the next

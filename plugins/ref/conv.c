@@ -25,8 +25,9 @@
 // The direct one-channel filter gradient's im2col tile: this machine's 32 KiB
 // L1. A whole 28x28 image (24 KiB for 3x3) is one tile, so the channels of a
 // block stream their dy planes in memory order: with 16 KiB tiles (two per
-// image) the jumps between planes left the loads waiting on L3 (1.9 ms
-// against 0.7-0.9 ms for the CNN's first layer on one thread).
+// image) the jumps between planes left the loads waiting on L3, and the
+// CNN's first layer ran slower (docs/performance.md, "Measurements behind the
+// code's decisions").
 #define TSR_REF_CONV_C1_TILE_BYTES (32 * 1024)
 // The multi-channel direct filter gradient's dy tile, transposed, at most
 // this size for all output channels (rounded up to the register tile): the

@@ -3,16 +3,14 @@
 //
 // With one input channel the im2col + GEMM formulation multiplies dy [Og x
 // positions] by a K = KH * KW column matrix: a GEMM only KH * KW wide, which
-// ref's blocking (and oneDNN's gemm:jit, ~10 GFLOP/s) runs mostly empty. Here
+// ref's blocking (and oneDNN's gemm:jit) runs mostly empty. Here
 // each output channel's KH * KW sums are dot products of its dy plane with
 // the image's KH * KW im2col rows, one vector accumulator per tap: per 8
 // positions, one dy load and KH * KW im2col loads (from L1) feed KH * KW
 // FMAs. What limits it is streaming dy, read once (5.5 MB for the CNN's first
-// layer): the profile's time sits on the dy loads. The CNN's first filter
-// gradient (N 64, 1 -> 32 channels, 28x28, 3x3, 25 MFLOP) on the 2-core AVX2
-// machine: 2.3-2.5 ms as im2col + GEMM, 2.2-3.8 ms on oneDNN 2.6's gemm:jit
-// (tsr-train traces); here 0.57-0.70 ms alone on two threads (0.7-1.3 ms on
-// one) and 0.73-1.06 ms in tsr-train's traces.
+// layer): the profile's time sits on the dy loads. On the CNN's first filter
+// gradient it is several times faster than im2col + GEMM and than oneDNN's
+// gemm:jit (docs/performance.md, "Measurements behind the code's decisions").
 //
 // Work items are (group, block of output channels); the threads never share
 // an output element, and each sum runs over images, position tiles and lanes
@@ -90,8 +88,9 @@ static void c1_im2col(const tsr_ref_conv_plan *cv, const float *x, int64_t j0, i
 
 #if defined(__GNUC__)
 // GCC and Clang: explicit vectors. Left to itself, GCC 12 vectorises the
-// plain loops below across the taps (broadcasts and shuffles, 4.7 GFLOP/s on
-// the CNN shape) instead of across the lanes; with these types each tap's
+// plain loops below across the taps (broadcasts and shuffles, far slower on
+// the CNN shape: docs/performance.md, "Measurements behind the code's
+// decisions") instead of across the lanes; with these types each tap's
 // accumulator is one register (one AVX2 register, two SSE2 ones).
 typedef float c1_f8 __attribute__((vector_size(LANES * sizeof(float))));
 typedef float c1_f4 __attribute__((vector_size(LANES / 2 * sizeof(float))));

@@ -12,12 +12,12 @@
 // of x feed 12 FMAs. Each row reads x at a fixed offset from the position's
 // base (a table per step), so no im2col matrix is built; with padding, x
 // goes through zero-padded copies of the images in the slot first. What
-// limits it is FMA throughput: the CNN's second layer (N 64, 32 -> 64,
-// 13x13, 3x3, 285 MFLOP) runs at 86-88 GFLOP/s on one thread of the 2-core
-// AVX2 machine, as fast as ref's float32 GEMM there (84), and 130-170 on
-// two; the transposition, the copies and the float64 sums take about a
-// seventh (perf). (Before the rows' offsets were precomputed and dy was read along
-// its rows, divisions and 64 strided read streams took a third.)
+// limits it is FMA throughput: on the CNN's second layer one thread runs as
+// fast as ref's float32 GEMM, and the transposition, the copies and the
+// float64 sums are a small share of the time (perf). Before the rows' offsets
+// were precomputed and dy was read along its rows, divisions and 64 strided
+// read streams took a large share. Measured at: docs/performance.md,
+// "Measurements behind the code's decisions".
 //
 // Summation order: each register tile sums a step's products in float32,
 // one accumulator lane per output element, over the step's positions in

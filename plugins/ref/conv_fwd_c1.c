@@ -64,8 +64,8 @@ static void fc_block(const float *restrict col, int64_t pitch, int64_t taps,
     fc_f8_load(&c0, col + t * pitch);
     fc_f8_load(&c1, col + t * pitch + LANES);
     // Keeps each col vector in a register: GCC otherwise folds its load into
-    // every FMA, and four loads per vector made the loop load-bound (0.67
-    // against 0.51 ms on one thread for the CNN's first layer).
+    // every FMA, and four loads per vector made the loop load-bound and
+    // slower (docs/performance.md, "Measurements behind the code's decisions").
     TSR_REF_FC_IN_REGISTER(c0);
     TSR_REF_FC_IN_REGISTER(c1);
 #pragma GCC unroll 4

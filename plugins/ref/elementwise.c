@@ -5,9 +5,9 @@
 
 #include "host.h"
 
-// Elements per parallel chunk. A cheap loop moves ~10 GB/s on one core, so
-// 32k elements (~100 us) dwarfs a pool hand-off of a few microseconds; a
-// libm-bound loop gets there with fewer.
+// Elements per parallel chunk. A cheap loop over 32k elements takes far
+// longer than a pool hand-off (docs/performance.md, "Measurements behind the
+// code's decisions"); a libm-bound loop gets there with fewer.
 #define TSR_REF_EW_GRAIN_CHEAP 32768
 #define TSR_REF_EW_GRAIN_EXPENSIVE 4096
 

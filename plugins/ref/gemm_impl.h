@@ -76,9 +76,9 @@ typedef T S;
 // A kc x nr sliver of B (16 KiB for float on AVX2) and a kc x mr sliver of A
 // (6 KiB) stay in a 32 KiB L1 while the micro-kernel runs; the mc x kc A
 // block (144 KiB) stays in L2 with room for C tiles; the kc x nc B panel
-// lives in L3. On the Zen 3 this was tuned on, kc 256-512 and mc 72-240 all
-// came within the noise of a shared machine (best runs 70-78 GFLOP/s on one
-// core at 1024^3); these are the cache-sized middle. -D overrides are for
+// lives in L3. Tuning found kc and mc across a wide range within the noise
+// of a shared machine (docs/performance.md, "Measurements behind the code's
+// decisions"); these are the cache-sized middle. -D overrides are for
 // tuning only: kc fixes the summation order, so it is part of the results.
 #ifndef TSR_REF_KC
 #define TSR_REF_KC 256
@@ -534,8 +534,9 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
     const int64_t nj = mm->n - j0 < TSR_REF_GEMV_COLUMNS ? mm->n - j0 : TSR_REF_GEMV_COLUMNS;
     for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
     // Eight rows of B per pass over the accumulator: an eighth of the
-    // accumulator's loads and stores per multiply-add (measured: one row per
-    // pass 99 us, four 45-50 us for the MLP at batch 1).
+    // accumulator's loads and stores per multiply-add (more rows per pass
+    // measured faster for the MLP at batch 1: docs/performance.md,
+    // "Measurements behind the code's decisions").
     int64_t p = 0;
     for (; p + 8 <= mm->k; p += 8) {
       T av[8];

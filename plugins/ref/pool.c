@@ -4,10 +4,9 @@
 // so everything computes in float64, except the CNN's 2x2 stride-2 MAX pool
 // on float32 (window2_f32), whose results float32 gives exactly: it reads
 // and writes float32 in place, without a plane staged in double, and in
-// AVX2 where the compiler targets it (pool_window2_avx2.h). One thread, the
-// CNN's pools (ms, portable loops -> AVX2 rows; a busy machine): first pool
-// (64 x 32 x 26 x 26) forward 1.14 -> 0.41, backward 1.12 -> 0.47; second
-// (64 x 64 x 11 x 11) forward 0.69 -> 0.23, backward 0.82 -> 0.35.
+// AVX2 where the compiler targets it (pool_window2_avx2.h), which runs the
+// CNN's pools much faster than the portable loops (docs/performance.md,
+// "Measurements behind the code's decisions").
 #include "pool.h"
 
 #include <string.h>
@@ -206,8 +205,8 @@ static void forward_planes_run(void *arg, int64_t begin, int64_t end, int32_t th
       // columns are independent and each tap's choice is a select, so the
       // compiler vectorizes the loop over q (4 doubles and their int64
       // indices per AVX2 vector). A per-tap scalar chain of compares and
-      // masks cost ~70 cycles an output (perf: 3.1 ms for the CNN's first
-      // pool at 2 threads); the generic loop ~16 cycles a tap.
+      // masks, and the generic loop, cost more per output (perf:
+      // docs/performance.md, "Measurements behind the code's decisions").
       const int64_t is3 = pl->is[3], ow = pl->ow;
       for (int64_t p = 0; p < pl->oh; ++p) {
         const double *r0 = s.plane + 2 * p * W, *r1 = r0 + W;
@@ -244,7 +243,9 @@ static void forward_planes_run(void *arg, int64_t begin, int64_t end, int32_t th
               const int64_t i = row + w0 + kw * pl->dilation[1];
               const double v = s.plane[i];
               // Branch-free: on random data the comparison is a coin toss,
-              // and a mispredicted branch per tap cost 4x the whole loop.
+              // and a mispredicted branch per tap cost more than the whole
+              // loop (docs/performance.md, "Measurements behind the code's
+              // decisions").
               const int take = (v > best) | ((v != v) & (best == best));
               best = take ? v : best;
               best_index = take ? i : best_index;
@@ -343,9 +344,9 @@ static int backward_plane_window2_f32(const tsr_ref_pool_plan *pl, const float *
   if (ow < 8) {
     // Rows shorter than a vector of outputs (the CNN's second pool: 5 per
     // row) spend the select loop below in its scalar remainder: zero the
-    // plane, then store each dy at its index. 64 x 64 x 11 x 11 in
-    // tsr-train's traces: the double loop 0.49-0.65 ms, the selects
-    // 0.76-0.85 ms, this 0.42-0.52 ms.
+    // plane, then store each dy at its index: faster than the double loop
+    // and the selects in tsr-train's traces (docs/performance.md,
+    // "Measurements behind the code's decisions").
     for (int64_t h = 0; h < pl->h; ++h) memset(dx + h * pl->xs[2], 0, (size_t)W * sizeof(float));
     for (int64_t p = 0; p < pl->oh; ++p) {
       const float *dy_row = dy + p * pl->ys[2];

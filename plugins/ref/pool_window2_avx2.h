@@ -5,9 +5,10 @@
 //
 // Why: the portable loops vectorize over the windows of a row, 8 at a time,
 // and leave the rest to a scalar remainder; the CNN's rows are 13 and 5
-// windows wide, so most of the work ran in that remainder: 3.3 ns an output
-// for the first pool and 6.7 ns for the second, on one thread. Here a short
-// row or a row's tail is one more vector step, loaded under a lane mask.
+// windows wide, so most of the work ran in that remainder (measured per
+// output: docs/performance.md, "Measurements behind the code's decisions").
+// Here a short row or a row's tail is one more vector step, loaded under a
+// lane mask.
 //
 // Same taps, order and rules as TSR_REF_WINDOW2_CHOOSE (pool.c): row-major
 // taps, a later tap wins if strictly larger or NaN over a number; and the

@@ -5,8 +5,9 @@
 // cache line and page is fetched once for all of them), computed there in
 // three passes (max, sum of exponentials, normalise) and stored back. The
 // exponentials bound the speed: one libm call per element, expf for every
-// dtype but float64 (about 5 ns against exp's 10 on the shared 2-core
-// build VM). Packing makes any layout and dtype look the same to them.
+// dtype but float64 (cheaper than exp: docs/performance.md, "Measurements
+// behind the code's decisions"). Packing makes any layout and dtype look the
+// same to them.
 // Slices run in parallel, each whole on one thread, so results do not depend
 // on the thread count.
 #include "softmax.h"

@@ -24,8 +24,8 @@
 // every strided access coalesces as well as its stride allows. All are
 // bandwidth-bound except the libm-heavy unary fns. Loops inside an item
 // have constant trip counts, so they unroll and PoCL vectorises across
-// work-items. PoCL, 2 cores, measured: add of 4M float32 ~10 ms (ref 6),
-// AdamW of 4M ~18-30 ms (ref 14), CNN bias [64,32,26,26] ~8 ms (ref 2-3).
+// work-items (PoCL's times against ref's: docs/performance.md,
+// "Measurements behind the code's decisions").
 //
 // Arithmetic matches ref (plugins/ref): no contraction into FMAs (ref is
 // ISO C, which gcc does not contract), the same expression order, float32

@@ -13,8 +13,9 @@
 //   -DKERNEL=<n>            only kernel n of the file (TSR_OCL_GEMM_KERNEL_*:
 //                           0 direct, 1 tiled, 2 direct_vec, 3 packed with its
 //                           packing kernels); the others are not compiled
-//                           (the compiler's time per program, 0.3-0.7 s on
-//                           PoCL, grows with the kernels it sees)
+//                           (the compiler's time per program on PoCL grows
+//                           with the kernels it sees: docs/performance.md,
+//                           "Measurements behind the code's decisions")
 //   -DIDX32=0|1             1 when M, N and K are below 2^31: the
 //                           convolutions' index divisions run in 32 bits
 //                           (64-bit division costs several times more)
@@ -439,9 +440,9 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct(
 
 // Each work-item computes RM rows by 8 adjacent columns in one vector per
 // row (RN must be 8): on CPU devices (PoCL) the vector type is what reaches
-// the SIMD units, where the scalar kernels above leave them idle; measured
-// 64x784x512 float32 on PoCL, 2 cores: 7 GFLOP/s against 0.7 for
-// gemm_direct. Matmul operands with unit-stride columns load B as vectors;
+// the SIMD units, where the scalar kernels above leave them idle (measured
+// against gemm_direct on PoCL: docs/performance.md, "Measurements behind the
+// code's decisions"). Matmul operands with unit-stride columns load B as vectors;
 // everything else gathers B's 8 elements one by one.
 #define TSR_CAT_(a, b) a##b
 #define TSR_CAT(a, b) TSR_CAT_(a, b)
@@ -609,9 +610,9 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct_vec(
 //   At[z][k][i] = A[i, k]   (i < Mp, a multiple of TM)
 //   Bt[z][k][j] = B[k, j]   (j < Np, a multiple of TN)
 // and the GEMM itself is one work-item per TM x TN tile, TN / 8 vectors of 8
-// columns per row held in registers, with no index arithmetic in its loop:
-// measured on PoCL (2 Zen 5 cores, LLVM's haswell target), 64x7744x288
-// float32 runs at 40-90 GFLOP/s against 2 for the implicit GEMM. Work-item
+// columns per row held in registers, with no index arithmetic in its loop;
+// on PoCL it runs many times faster than the implicit GEMM
+// (docs/performance.md, "Measurements behind the code's decisions"). Work-item
 // ids walk the row tiles fastest, so consecutive tiles share B's panel in
 // the cache. The sum over k is in ascending order, as in the other kernels.
 
