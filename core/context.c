@@ -71,14 +71,15 @@ static tsr_fallback_policy_t policy_from_env(void) {
 }
 
 // Preference when nothing is asked for: the fastest kind of device first.
+// The device whose plugin reports the highest priority (abi.h, 0.4); the
+// first found among equals. A plugin built before 0.4 leaves 0 there.
 static tsr_device *best_device(const tsr_context *context) {
-  static const char *const order[] = {"cuda", "onednn", "opencl", "ref"};
-  for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); ++k) {
-    for (int32_t i = 0; i < context->device_count; ++i) {
-      if (strcmp(context->devices[i]->plugin->api->name, order[k]) == 0) return context->devices[i];
-    }
+  tsr_device *best = NULL;
+  for (int32_t i = 0; i < context->device_count; ++i) {
+    tsr_device *d = context->devices[i];
+    if (best == NULL || d->props.priority > best->props.priority) best = d;
   }
-  return context->device_count > 0 ? context->devices[0] : NULL;
+  return best;
 }
 
 tsr_status tsr_context_create(const tsr_context_options *options, tsr_context **out_context) {

@@ -146,6 +146,7 @@ static void print_device(const tsr_device *device, int is_default) {
     printf("    dtypes:        ");
     print_dtype_mask(props.dtype_mask);
     printf("    base alignment: %" PRIu32 " bytes\n", props.base_alignment);
+    printf("    priority:       %" PRId32 " (the highest is the default device)\n", props.priority);
   }
   tsr_allocator_stats stats = {.struct_size = sizeof(stats)};
   if (tsr_device_allocator_stats_get(device, &stats) != TSR_OK) {

@@ -19,7 +19,7 @@
 static void test_abi_version_is_zero_three(void **state) {
   (void)state;
   assert_int_equal(TSR_ABI_VERSION_MAJOR, 0);
-  assert_int_equal(TSR_ABI_VERSION_MINOR, 3);
+  assert_int_equal(TSR_ABI_VERSION_MINOR, 4);
   assert_string_equal(TSR_PLUGIN_ENTRY_NAME, "tsr_plugin_entry");
   assert_int_equal(TSR_MAX_RANK, 8);
   assert_int_equal(TSR_MAX_OPERANDS, 16);
@@ -100,7 +100,9 @@ static void test_abi_device_and_allocator_structs_layout(void **state) {
   FIELD(tsr_device_props, flags, 28);
   FIELD(tsr_device_props, dtype_mask, 32);
   FIELD(tsr_device_props, base_alignment, 36);
-  SIZE(tsr_device_props, 40);
+  FIELD(tsr_device_props, priority, 40);
+  FIELD(tsr_device_props, reserved, 44);
+  SIZE(tsr_device_props, 48);
 
   FIELD(tsr_allocator_stats, struct_size, 0);
   FIELD(tsr_allocator_stats, bytes_in_use, 8);

@@ -109,6 +109,7 @@ void tsr_conf_api_identity_run(tsr_conf_session *s) {
       PROBLEM("device %d base_alignment %u is not a power of two >= %zu; ", (int)d, p.base_alignment, largest);
     }
     if (p.memory_bytes == 0) PROBLEM("device %d reports 0 memory_bytes; ", (int)d);
+    if (p.reserved != 0) PROBLEM("device %d sets tsr_device_props.reserved to %u, not 0; ", (int)d, p.reserved);
     if ((p.flags & TSR_DEVICE_EVENTS) &&
         (!s->api.stream_wait_event || !s->api.event_create || !s->api.event_destroy || !s->api.event_record ||
          !s->api.event_query || !s->api.event_synchronize)) {
@@ -132,6 +133,8 @@ void tsr_conf_api_identity_run(tsr_conf_session *s) {
                            (p.flags & TSR_DEVICE_HOST_ACCESSIBLE) ? "host-accessible" : "");
       tsr_conf_record_info("device.dtype_mask", "%u", p.dtype_mask);
       tsr_conf_record_info("device.base_alignment", "%u", p.base_alignment);
+      tsr_conf_record_info("device.priority", "%d%s", (int)p.priority,
+                           p.priority > TSR_DEVICE_PRIORITY_REFERENCE ? " (chosen over ref)" : "");
     }
   }
   tsr_conf_record_info("device.count", "%d", (int)s->device_count);

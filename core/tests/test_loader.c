@@ -53,6 +53,11 @@
 #else
 #define FAILINIT NULL
 #endif
+#ifdef TSR_TEST_PRIORITY_FIXTURE
+#define PRIORITY TSR_TEST_PRIORITY_FIXTURE
+#else
+#define PRIORITY NULL
+#endif
 #ifdef TSR_TEST_UNAVAILABLE_FIXTURE
 #define UNAVAILABLE TSR_TEST_UNAVAILABLE_FIXTURE
 #else
@@ -538,7 +543,8 @@ static void test_the_device_option_picks_the_default_device(void **state) {
   need(OLDMINOR, "the oldminor fixture");
   const char *path = join(OLDMINOR, REF, NULL);
   tsr_context *context = NULL;
-  // Nothing asked: ref is preferred over a plugin it does not know.
+  // Nothing asked: ref (priority 100) is preferred over a plugin built
+  // before ABI 0.4, which reports no priority.
   CHECK_OK(context_try(path, TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY, NULL, &context));
   assert_string_equal(tsr_device_name(tsr_context_default_device(context)), "ref:0");
   tsr_context_destroy(context);
@@ -558,6 +564,34 @@ static void test_the_device_option_picks_the_default_device(void **state) {
   assert_null(tsr_context_device_find(context, "oldminor:1"));
   assert_int_equal(tsr_last_status(), TSR_NOT_FOUND);
   tsr_context_destroy(context);
+}
+
+// The default device is the one whose plugin reports the highest priority,
+// whatever its name and wherever it is found; asking still wins.
+static void test_a_plugin_reporting_a_higher_priority_outranks_ref(void **state) {
+  (void)state;
+  need(REF, "tessera-ref");
+  need(PRIORITY, "the priority fixture");
+  need(OLDMINOR, "the oldminor fixture");
+  const char *orders[2] = {join(REF, PRIORITY, OLDMINOR), join(OLDMINOR, PRIORITY, REF)};
+  for (int k = 0; k < 2; ++k) {
+    tsr_context *context = NULL;
+    CHECK_OK(context_try(orders[k], TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY, NULL, &context));
+    tsr_device *chosen = tsr_context_default_device(context);
+    tsr_device_props props;
+    memset(&props, 0, sizeof(props));
+    props.struct_size = sizeof(props);
+    CHECK_OK(tsr_device_props_get(chosen, &props));
+    assert_string_equal(tsr_device_name(chosen), "priority:0");
+    assert_int_equal(props.priority, TSR_DEVICE_PRIORITY_REFERENCE + 1000);
+    tsr_device *ref = tsr_context_device_find(context, "ref:0");
+    CHECK_OK(tsr_device_props_get(ref, &props));
+    assert_int_equal(props.priority, TSR_DEVICE_PRIORITY_REFERENCE);
+    tsr_context_destroy(context);
+    CHECK_OK(context_try(orders[k], TSR_CONTEXT_EXPLICIT_PLUGINS_ONLY, "ref:0", &context));
+    assert_string_equal(tsr_device_name(tsr_context_default_device(context)), "ref:0");
+    tsr_context_destroy(context);
+  }
 }
 
 static void test_a_device_option_naming_a_missing_device_fails_with_not_found(void **state) {
@@ -752,6 +786,7 @@ int main(void) {
       T(test_explicit_plugins_only_ignores_TSR_PLUGIN_PATH),
       T(test_a_plugin_found_twice_is_loaded_once),
       T(test_the_device_option_picks_the_default_device),
+      T(test_a_plugin_reporting_a_higher_priority_outranks_ref),
       T(test_a_device_option_naming_a_missing_device_fails_with_not_found),
       T(test_TSR_DEVICE_picks_the_default_device_unless_the_option_does),
       T(test_two_contexts_share_one_loaded_plugin),

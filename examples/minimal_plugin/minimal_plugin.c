@@ -69,6 +69,9 @@ static tsr_status minimal_device_props_get(int32_t device, tsr_device_props *out
       .flags = TSR_DEVICE_HOST_ACCESSIBLE | TSR_DEVICE_EVENTS,
       .dtype_mask = TSR_DTYPE_BIT(TSR_FLOAT32),
       .base_alignment = 64,
+      // An example is never the default device over ref unless asked for;
+      // a real accelerator reports more than TSR_DEVICE_PRIORITY_REFERENCE.
+      .priority = TSR_DEVICE_PRIORITY_NONE,
   };
   // Write only what the caller's (possibly older, shorter) struct holds.
   memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));

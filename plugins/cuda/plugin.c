@@ -175,6 +175,7 @@ static tsr_status tsr_cuda_device_props_get(int32_t device, tsr_device_props *ou
       .dtype_mask = (1u << TSR_DTYPE_COUNT) - 1u,
       // cudaMalloc returns 256-byte aligned addresses; the size classes keep it.
       .base_alignment = 256,
+      .priority = 300,  // a GPU outranks every CPU plugin
   };
   size_t n = out_props->struct_size < sizeof(props) ? out_props->struct_size : sizeof(props);
   if (n > sizeof(size_t))

@@ -225,6 +225,8 @@ static tsr_status tsr_onednn_device_props_get(int32_t device, tsr_device_props *
   if (TSR_ABI_COVERS(out_props, tsr_device_props, compute_units)) {
     out_props->compute_units = (uint32_t)tsr_onednn_thread_count_get();
   }
+  if (TSR_ABI_COVERS(out_props, tsr_device_props, priority))
+    out_props->priority = 200;  // above ref and opencl on the same CPU
   return TSR_OK;
 }
 

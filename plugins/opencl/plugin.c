@@ -117,6 +117,8 @@ static tsr_status tsr_ocl_device_props_get(int32_t device, tsr_device_props *out
       .flags = TSR_DEVICE_ASYNC | TSR_DEVICE_EVENTS | TSR_DEVICE_TIMING_EVENTS,
       .dtype_mask = dtypes,
       .base_alignment = d->base_alignment,
+      // Above ref, below onednn: on a CPU runtime (pocl) oneDNN is faster.
+      .priority = 150,
   };
   memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));
   return TSR_OK;

@@ -64,6 +64,7 @@ static tsr_status tsr_ref_device_props_get(int32_t device, tsr_device_props *out
                     TSR_DTYPE_BIT(TSR_BFLOAT16) | TSR_DTYPE_BIT(TSR_FLOAT16) |
                     TSR_DTYPE_BIT(TSR_INT32) | TSR_DTYPE_BIT(TSR_INT64) | TSR_DTYPE_BIT(TSR_BOOL),
       .base_alignment = TSR_REF_BASE_ALIGNMENT,
+      .priority = TSR_DEVICE_PRIORITY_REFERENCE,
   };
   memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));
   return TSR_OK;

@@ -20,7 +20,7 @@ extern "C" {
 // Majors must match; a plugin built against another minor loads, and each side
 // reads only the fields the other side's |struct_size| covers.
 #define TSR_ABI_VERSION_MAJOR 0
-#define TSR_ABI_VERSION_MINOR 3
+#define TSR_ABI_VERSION_MINOR 4
 
 #define TSR_PLUGIN_ENTRY_NAME "tsr_plugin_entry"
 #define TSR_MAX_RANK 8
@@ -166,7 +166,21 @@ typedef struct tsr_device_props {
   uint32_t flags;          // TSR_DEVICE_*
   uint32_t dtype_mask;     // TSR_DTYPE_BIT of every dtype the device stores
   uint32_t base_alignment; // every buffer from buffer_alloc starts this aligned
+  // (0.4) Rank as a context's default device: the highest wins, ties go to
+  // the device found first. 0 (what a plugin built before 0.4 leaves) says
+  // nothing and ranks below ref; see TSR_DEVICE_PRIORITY_*.
+  int32_t priority;
+  uint32_t reserved;       // zero; the next appended field starts at a new struct_size
 } tsr_device_props;
+
+// Default-device priorities (tsr_device_props.priority, 0.4). A plugin that
+// should be chosen over ref when nothing is asked reports more than
+// TSR_DEVICE_PRIORITY_REFERENCE; the in-tree plugins report ref 100,
+// opencl 150, onednn 200 and cuda 300.
+enum {
+  TSR_DEVICE_PRIORITY_NONE = 0,
+  TSR_DEVICE_PRIORITY_REFERENCE = 100,
+};
 
 typedef struct tsr_allocator_stats {
   size_t struct_size;      // set by the caller
@@ -379,7 +393,8 @@ _Static_assert(offsetof(tsr_tensor_desc, alias_group) == 176, "ABI layout");
 _Static_assert(offsetof(tsr_host_api, ctx) == 16, "ABI layout");
 _Static_assert(offsetof(tsr_host_api, thread_count) == 64, "ABI layout");
 _Static_assert(sizeof(tsr_host_api) == 72, "ABI layout");
-_Static_assert(sizeof(tsr_device_props) == 40, "ABI layout");
+_Static_assert(sizeof(tsr_device_props) == 48, "ABI layout");
+_Static_assert(offsetof(tsr_device_props, priority) == 40, "ABI layout");
 _Static_assert(sizeof(tsr_allocator_stats) == 56, "ABI layout");
 _Static_assert(sizeof(tsr_op_signature) == 56, "ABI layout");
 _Static_assert(sizeof(tsr_plan_info) == 40, "ABI layout");
