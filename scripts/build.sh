@@ -8,5 +8,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${1:-$root/build}"
 shift || true
 
-cmake -S "$root" -B "$build_dir" "$@"
+# CI builds with warnings as errors (TSR_WERROR); elsewhere a new compiler's
+# new warning must not stop the build.
+werror=()
+if [[ -n "${CI:-}" ]]; then werror=(-DTSR_WERROR=ON); fi
+cmake -S "$root" -B "$build_dir" "${werror[@]}" "$@"
 cmake --build "$build_dir" -j"$(nproc)"

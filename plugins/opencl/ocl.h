@@ -340,8 +340,8 @@ struct tsr_ocl_plan {
 };
 
 // The op families. Each table is indexed by op id; NULL where the family
-// does not implement the op. Defined in ops_<family>.c; plan.c consults the
-// tables of the families built (TSR_OCL_HAS_<FAMILY>).
+// does not implement the op. Defined in ops_<family>.c; plan.c consults
+// them in this order.
 //   elementwise: FILL COPY CAST UNARY UNARY_BACKWARD BINARY COMPARE WHERE
 //                CLAMP SGD_UPDATE ADAM_UPDATE RNG_FILL
 //   reduce:      REDUCE ARG_REDUCE SOFTMAX(_BACKWARD) CROSS_ENTROPY(_BACKWARD)

@@ -17,10 +17,6 @@
 #include "ops_reduce_internal.h"  // the data-dependent error watch
 #include "plan.h"                 // ref's: struct tsr_plugin_plan, tsr_ref_pool_plan
 
-#if !defined(TSR_OCL_HAS_REDUCE)
-#error "ops_pool.c reports out-of-range pooling indices through ops_reduce.c's error watch"
-#endif
-
 typedef struct pool_state {
   tsr_ocl_kernel *main;   // pool_forward or pool_backward
   tsr_ocl_kernel *check;  // MAX backward: pool_max_check

@@ -17,16 +17,9 @@
 
 static const tsr_ocl_op_impl *impl_of(int32_t op) {
   if (op <= TSR_OP_INVALID || op >= TSR_OP_COUNT) return NULL;
-  const tsr_ocl_op_impl *impl = NULL;
-#if defined(TSR_OCL_HAS_ELEMENTWISE)
-  if (impl == NULL) impl = tsr_ocl_elementwise_ops[op];
-#endif
-#if defined(TSR_OCL_HAS_REDUCE)
+  const tsr_ocl_op_impl *impl = tsr_ocl_elementwise_ops[op];
   if (impl == NULL) impl = tsr_ocl_reduce_ops[op];
-#endif
-#if defined(TSR_OCL_HAS_MATMUL)
   if (impl == NULL) impl = tsr_ocl_matmul_ops[op];
-#endif
   return impl;
 }
 
