@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   tsr_device *device = tsr_context_default_device(context);
-  tsr_context_seed_set(context, 1);
+  if (tsr_context_seed_set(context, 1) != TSR_OK) return 1;
   tsr_dataset *train = NULL, *test = NULL;
   tsr_loader *batches = NULL, *test_batches = NULL;
   tsr_loader_options opts;
@@ -67,8 +67,10 @@ int main(int argc, char **argv) {
     tsr_optimizer_zero_grad(adam);
     tsr_tensor *loss =
         tsr_nn_cross_entropy(tsr_module_forward(model, x), y, TSR_REDUCTION_MEAN, 0.0);
-    tsr_backward(loss, NULL, 0);
-    tsr_optimizer_step(adam);
+    if (tsr_backward(loss, NULL, 0) != TSR_OK || tsr_optimizer_step(adam) != TSR_OK) {
+      fprintf(stderr, "%s\n", tsr_last_error());
+      return 1;
+    }
     tsr_scope_end(scope);
   }
 
@@ -83,7 +85,11 @@ int main(int argc, char **argv) {
     tsr_tensor *hits =
         tsr_compare(tsr_argmax(tsr_module_forward(model, x), 1, 0), y, TSR_COMPARE_EQ);
     float count = 0;
-    tsr_tensor_to_host(tsr_sum(tsr_cast(hits, TSR_FLOAT32), 0, NULL, 0), &count, sizeof(count));
+    if (tsr_tensor_to_host(tsr_sum(tsr_cast(hits, TSR_FLOAT32), 0, NULL, 0), &count,
+                           sizeof(count)) != TSR_OK) {
+      fprintf(stderr, "%s\n", tsr_last_error());
+      return 1;
+    }
     right += count;
     seen += (double)tsr_tensor_size(y, 0);
     tsr_scope_end(scope);

@@ -6,11 +6,12 @@
 
 #include "tessera/tessera.h"
 
-// Points around (-1, -1) for label 0 and (1, 1) for label 1.
+// Points around (-1, -1) for label 0 and (1, 1) for label 1. A failed op
+// returns NULL and the ops after it pass the NULL on; the caller checks.
 static void make_batch(tsr_device *device, int64_t n, tsr_tensor **out_x, tsr_tensor **out_y) {
   tsr_tensor *noise = tsr_randn(device, TSR_FLOAT32, 2, (int64_t[]){n, 2}, 0.0, 0.7);
   tsr_tensor *coin = tsr_tensor_empty(device, TSR_INT64, 1, (int64_t[]){n});
-  tsr_rng_fill_(coin, TSR_RNG_BERNOULLI, 0.5, 0.0);
+  if (tsr_rng_fill_(coin, TSR_RNG_BERNOULLI, 0.5, 0.0) != TSR_OK) coin = NULL;
   // centre = 2 * label - 1, broadcast over both coordinates.
   tsr_tensor *label = tsr_cast(coin, TSR_FLOAT32);
   tsr_tensor *column = tsr_view(label, 2, (int64_t[]){n, 1});
@@ -28,7 +29,7 @@ int main(void) {
     return 1;
   }
   tsr_device *device = tsr_context_default_device(context);
-  tsr_context_seed_set(context, 42);
+  if (tsr_context_seed_set(context, 42) != TSR_OK) return 1;
 
   tsr_module *layers[3] = {tsr_nn_linear(device, 2, 32, 1), tsr_nn_relu(),
                            tsr_nn_linear(device, 32, 2, 1)};
@@ -49,11 +50,13 @@ int main(void) {
     tsr_optimizer_zero_grad(optimizer);
     tsr_tensor *logits = tsr_module_forward(model, x);
     tsr_tensor *loss = tsr_nn_cross_entropy(logits, y, TSR_REDUCTION_MEAN, 0.0);
-    tsr_backward(loss, NULL, 0);
-    tsr_optimizer_step(optimizer);
-    if (step % 50 == 0) {
-      float value = 0;
-      tsr_tensor_to_host(loss, &value, sizeof(value));
+    // Every function that returns a tsr_status must have it checked.
+    if (tsr_backward(loss, NULL, 0) != TSR_OK || tsr_optimizer_step(optimizer) != TSR_OK) {
+      fprintf(stderr, "step %d: %s\n", step, tsr_last_error());
+      return 1;
+    }
+    float value = 0;
+    if (step % 50 == 0 && tsr_tensor_to_host(loss, &value, sizeof(value)) == TSR_OK) {
       printf("step %3d  loss %.4f\n", step, value);
     }
     tsr_scope_end(scope);
@@ -68,10 +71,10 @@ int main(void) {
   tsr_tensor *predicted = tsr_argmax(tsr_module_forward(model, x), 1, 0);
   tsr_tensor *right = tsr_cast(tsr_compare(predicted, y, TSR_COMPARE_EQ), TSR_FLOAT32);
   float accuracy = 0;
-  tsr_tensor_to_host(tsr_mean(right, 0, NULL, 0), &accuracy, sizeof(accuracy));
+  tsr_status copied = tsr_tensor_to_host(tsr_mean(right, 0, NULL, 0), &accuracy, sizeof(accuracy));
   tsr_grad_mode_set(grad_mode);
   tsr_scope_end(scope);
-  if (tsr_context_status(context) != TSR_OK) {
+  if (copied != TSR_OK || tsr_context_status(context) != TSR_OK) {
     fprintf(stderr, "error: %s\n", tsr_context_error_message(context));
     return 1;
   }

@@ -64,10 +64,12 @@ static int bench_dispatch(tsr_device *device) {
       tsr_tensor_release(c);
     }
     double t1 = bench_now();
+    int failed = 0;
     for (int i = 0; i < OPS_PER_RUN; ++i) {
-      tsr_binary_out(out, a, b, TSR_BINARY_ADD, 1.0);
+      failed |= tsr_binary_out(out, a, b, TSR_BINARY_ADD, 1.0) != TSR_OK;
     }
     double t2 = bench_now();
+    if (failed) return fail("binary_out");
     add_ns[r] = (t1 - t0) * 1e9 / OPS_PER_RUN;
     out_ns[r] = (t2 - t1) * 1e9 / OPS_PER_RUN;
   }

@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
   if (tsr_context_create(NULL, &context) != TSR_OK)
     return fail("context");
   tsr_device *device = tsr_context_default_device(context);
-  tsr_context_seed_set(context, 7);
+  if (tsr_context_seed_set(context, 7) != TSR_OK) return fail("seed");
   const int64_t x_sizes[2] = {128, 784}, w1_sizes[2] = {512, 784}, w2_sizes[2] = {512, 512};
   const int64_t act_sizes[2] = {128, 512}, bias_sizes[1] = {512};
   // Two float32 inputs and the sum: 12 bytes per element streamed.

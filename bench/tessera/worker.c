@@ -509,7 +509,7 @@ static tsr_status train_step(worker *w, float *out_loss) {
 static bench_result train_setup(worker *w, int is_cnn, char *message, size_t size) {
   const char *what = is_cnn ? "cnn_train" : "mlp_train";
   int64_t batch = is_cnn ? 64 : 128;
-  tsr_context_seed_set(w->context, 1234);
+  if (tsr_context_seed_set(w->context, 1234) != TSR_OK) return fail(message, size, what);
   w->model = is_cnn ? bench_cnn(w->device) : bench_mlp(w->device);
   if (w->model == NULL) return fail(message, size, what);
   if (is_cnn) {
@@ -587,7 +587,8 @@ static bench_result fashion_setup(worker *w, int64_t arg, char *message, size_t 
 }
 
 static tsr_status fashion_iterate(worker *w) {
-  tsr_context_seed_set(w->context, w->epoch_seed++);
+  tsr_status status = tsr_context_seed_set(w->context, w->epoch_seed++);
+  if (status != TSR_OK) return status;
   tsr_module *model = bench_cnn(w->device);
   tsr_adam_options adam;
   tsr_adam_options_init(&adam);
@@ -596,7 +597,7 @@ static tsr_status fashion_iterate(worker *w) {
   tsr_loader_options opts;
   tsr_loader_options_init(&opts);
   opts.seed = w->epoch_seed;
-  tsr_status status = opt ? tsr_loader_create(w->train, w->device, &opts, &train)
+  status = opt ? tsr_loader_create(w->train, w->device, &opts, &train)
                           : tsr_last_status();
   opts.batch_size = 1000;
   opts.shuffle = 0;

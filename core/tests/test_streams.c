@@ -102,13 +102,13 @@ static int teardown(void **state) {
   fixture *f = *state;
   if (f == NULL || f->context == NULL) return 0;
   gate_open(f);
-  tsr_stream_current_set(f->device, NULL);
-  tsr_device_synchronize(f->device);
+  int failed = tsr_stream_current_set(f->device, NULL) != TSR_OK;
+  failed |= tsr_device_synchronize(f->device) != TSR_OK;
   tsr_context_destroy(f->context);
   f->context = NULL;
   close(f->gate[0]);
   f->gate[0] = -1;
-  return 0;
+  return failed ? -1 : 0;
 }
 
 static tsr_tensor *filled(tsr_device *device, float first, float step) {

@@ -213,7 +213,9 @@ tsr_status tsr_module_buffer_get(const tsr_module *module, int32_t index, const 
 void tsr_module_zero_grad(tsr_module *module) {
   if (module == NULL)
     return;
+  // Clearing cannot fail: the parameter is valid and NULL needs no checks.
   for (int32_t i = 0; i < module->num_params; ++i) {
-    tsr_tensor_grad_set(module->params[i].tensor, NULL);
+    tsr_status cleared = tsr_tensor_grad_set(module->params[i].tensor, NULL);
+    (void)cleared;
   }
 }

@@ -493,7 +493,8 @@ void tsr_optimizer_zero_grad(tsr_optimizer *optimizer) {
     return;
   // Clearing cannot fail: the parameter is valid and NULL needs no checks.
   for (int32_t i = 0; i < optimizer->count; ++i) {
-    tsr_tensor_grad_set(optimizer->slots[i].param, NULL);
+    tsr_status cleared = tsr_tensor_grad_set(optimizer->slots[i].param, NULL);
+    (void)cleared;
   }
 }
 

@@ -51,7 +51,7 @@ static int group_teardown(void **state) {
 // Each test starts from a known seed and a clean error state.
 static int test_setup(void **state) {
   (void)state;
-  tsr_context_seed_set(g_context, 1234);
+  if (tsr_context_seed_set(g_context, 1234) != TSR_OK) return -1;
   tsr_context_error_clear(g_context);
   tsr_last_error_clear();
   return 0;
@@ -210,7 +210,7 @@ static void test_linear_default_init_is_pytorch_bound_and_seeded(void **state) {
 
   // The same seed gives the same parameters; the training flag starts on.
   assert_int_equal(tsr_module_training(m), 1);
-  tsr_context_seed_set(g_context, 1234);
+  assert_int_equal(tsr_context_seed_set(g_context, 1234), TSR_OK);
   tsr_module *m2 = tsr_nn_linear(g_device, 64, 32, 1);
   TS_ASSERT_TENSOR(m2);
   assert_int_equal(ts_read(tsr_module_parameter_find(m2, "weight"), wv2, 64 * 32), 64 * 32);

@@ -235,7 +235,7 @@ static void test_a_training_step_allocates_nothing_after_warm_up(void **state) {
     fail_msg("tsr_context_create: %s", tsr_last_error());
   }
   tsr_device *device = tsr_context_default_device(context);
-  tsr_context_seed_set(context, 3);
+  assert_int_equal(tsr_context_seed_set(context, 3), TSR_OK);
   tsr_module *layers[3] = {tsr_nn_linear(device, 8, 16, 1), tsr_nn_relu(),
                            tsr_nn_linear(device, 16, 4, 1)};
   tsr_module *model = tsr_nn_sequential(3, layers);

@@ -69,9 +69,9 @@ static void test_the_numbers_do_not_depend_on_the_device(void **state) {
     skip();  // one device: nothing to compare
   int64_t sizes[2] = {16, 8};
   float a[128], b[128];
-  tsr_context_seed_set(g_ctx, 99);
+  assert_int_equal(tsr_context_seed_set(g_ctx, 99), TSR_OK);
   read_floats(tsr_rand(g_dev, TSR_FLOAT32, 2, sizes, -1, 1), a, 128);
-  tsr_context_seed_set(g_ctx, 99);
+  assert_int_equal(tsr_context_seed_set(g_ctx, 99), TSR_OK);
   read_floats(tsr_rand(ref, TSR_FLOAT32, 2, sizes, -1, 1), b, 128);
   assert_memory_equal(a, b, sizeof(a));
 }

@@ -369,7 +369,8 @@ static int checkpoint_resume(options *o, tsr_module *model, tsr_optimizer *opt,
       o->seed = (uint64_t)v_seed;
       o->lr = v_lr;
       o->batch = v_batch;
-      tsr_context_rng_offset_set(context, (uint64_t)v_offset);
+      if (tsr_context_rng_offset_set(context, (uint64_t)v_offset) != TSR_OK)
+        rc = fail("--resume: the random stream's offset");
     }
   }
   tsr_safetensors_close(file);
@@ -443,7 +444,10 @@ static int run(options *o) {
   int epoch_of[MAX_EPOCHS];
   double losses[MAX_EPOCHS], accuracies[MAX_EPOCHS], seconds[MAX_EPOCHS], lrs[MAX_EPOCHS];
 
-  tsr_context_seed_set(context, o->seed);
+  if (tsr_context_seed_set(context, o->seed) != TSR_OK) {
+    fail("seed");
+    goto done;
+  }
   model = model_create(device, o->model);
   if (model == NULL) {
     fail("model");
@@ -461,8 +465,7 @@ static int run(options *o) {
                             (!o->allow_nonfinite && parameters_finite(o, model) != 0)))
     goto done;
   // The schedule's base lr is the run's --lr (the checkpoint's on resume).
-  tsr_optimizer_lr_set(opt, o->lr);
-  schedule = tsr_lr_cosine(opt, o->epochs, 0.0);
+  schedule = tsr_optimizer_lr_set(opt, o->lr) == TSR_OK ? tsr_lr_cosine(opt, o->epochs, 0.0) : NULL;
   if (schedule == NULL || tsr_lr_schedule_epoch_set(schedule, epochs_done) != TSR_OK) {
     fail("schedule");
     goto done;
@@ -521,7 +524,10 @@ static int run(options *o) {
     double lr = tsr_optimizer_lr(opt);
     float shown_loss = 0;
     int64_t done_batches = 0, examples = 0;
-    tsr_fill_(loss_sum, 0.0);
+    if (tsr_fill_(loss_sum, 0.0) != TSR_OK) {
+      fail("loss sum");
+      goto done;
+    }
     for (;;) {
       size_t scope = tsr_scope_begin();
       tsr_tensor *x = NULL, *y = NULL;

@@ -950,7 +950,7 @@ static void *stress_thread(void *p) {
   tsr_tensor_release(source[1]);
   tsr_tensor_release(tw);
   tsr_tensor_release(ty);
-  tsr_stream_current_set(g_device, NULL);
+  if (tsr_stream_current_set(g_device, NULL) != TSR_OK) t->failures = 1;
   tsr_stream_release(stream);
   return NULL;
 }

@@ -28,7 +28,7 @@ extern "C" {
 
 // Marks a leaf tensor (one no op produced while recording) as needing its
 // gradient. float dtypes only. Not thread-safe with other users of |tensor|.
-TSR_API tsr_status tsr_tensor_requires_grad_set(tsr_tensor *tensor, int requires_grad);
+TSR_API TSR_MUST_USE tsr_status tsr_tensor_requires_grad_set(tsr_tensor *tensor, int requires_grad);
 // True for leaves marked so and for results of recorded ops.
 TSR_API int tsr_tensor_requires_grad(const tsr_tensor *tensor);
 // True when no recorded op produced |tensor|.
@@ -41,7 +41,7 @@ TSR_API const char *tsr_tensor_grad_fn_name(const tsr_tensor *tensor);
 TSR_API tsr_tensor *tsr_tensor_grad(const tsr_tensor *tensor);
 // Replaces the gradient (retains |grad|; NULL clears it). |grad| must have
 // |tensor|'s dtype, sizes and device.
-TSR_API tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad);
+TSR_API TSR_MUST_USE tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad);
 // A new handle on |tensor|'s storage that does not require grad.
 TSR_API tsr_tensor *tsr_detach(tsr_tensor *tensor);
 
@@ -54,7 +54,7 @@ enum {
 // means 1, allowed when |root| has one element. Without
 // TSR_BACKWARD_RETAIN_GRAPH the saved state of the graph is freed. Runs with
 // grad mode off. Thread-safe with respect to other graphs.
-TSR_API tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags);
+TSR_API TSR_MUST_USE tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags);
 
 // Turns recording on or off for the calling thread and returns the previous
 // setting (no_grad regions: int prev = tsr_grad_mode_set(0); ...;
@@ -96,7 +96,7 @@ TSR_API void tsr_gradcheck_options_init(tsr_gradcheck_options *options);
 // compares every checked element's gradient with (L(x + eps) - L(x - eps)) /
 // 2 eps. Returns TSR_OK when the check ran (see out_result->passed), or the
 // error that stopped it. |options| may be NULL.
-TSR_API tsr_status tsr_gradcheck(tsr_gradcheck_fn fn, void *user, int32_t num_inputs,
+TSR_API TSR_MUST_USE tsr_status tsr_gradcheck(tsr_gradcheck_fn fn, void *user, int32_t num_inputs,
                                  tsr_tensor *const *inputs, const tsr_gradcheck_options *options,
                                  tsr_gradcheck_result *out_result);
 

@@ -41,12 +41,12 @@ TSR_API void tsr_idx_options_init(tsr_idx_options *options);
 // (detected by content). Errors name the file and the problem (missing,
 // truncated, bad magic, counts that differ, label out of range 0..255).
 // The dataset is owned by the caller (tsr_dataset_destroy). Thread-safe.
-TSR_API tsr_status tsr_dataset_idx_open(const char *images_path, const char *labels_path,
+TSR_API TSR_MUST_USE tsr_status tsr_dataset_idx_open(const char *images_path, const char *labels_path,
                                         const tsr_idx_options *options,
                                         tsr_dataset **out_dataset);
 // The MNIST layout of a folder: "<dir>/train-images-idx3-ubyte[.gz]" and
 // "...-labels-idx1-ubyte[.gz]" for |split| "train", "t10k-..." for "test".
-TSR_API tsr_status tsr_dataset_mnist_open(const char *dir, const char *split,
+TSR_API TSR_MUST_USE tsr_status tsr_dataset_mnist_open(const char *dir, const char *split,
                                           const tsr_idx_options *options,
                                           tsr_dataset **out_dataset);
 
@@ -57,7 +57,7 @@ typedef tsr_status (*tsr_dataset_get_fn)(void *user, int64_t index, float *out_f
                                          int64_t *out_label);
 // A dataset of |count| examples of sizes |example_sizes| served by |get|;
 // |user| must outlive the dataset.
-TSR_API tsr_status tsr_dataset_callback_create(int64_t count, int32_t rank,
+TSR_API TSR_MUST_USE tsr_status tsr_dataset_callback_create(int64_t count, int32_t rank,
                                                const int64_t *example_sizes,
                                                tsr_dataset_get_fn get, void *user,
                                                tsr_dataset **out_dataset);
@@ -67,7 +67,7 @@ TSR_API int64_t tsr_dataset_size(const tsr_dataset *dataset);
 TSR_API int32_t tsr_dataset_example_rank(const tsr_dataset *dataset);
 TSR_API const int64_t *tsr_dataset_example_sizes(const tsr_dataset *dataset);
 // Example |index| into caller memory (numel floats and one label).
-TSR_API tsr_status tsr_dataset_get(const tsr_dataset *dataset, int64_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_dataset_get(const tsr_dataset *dataset, int64_t index,
                                    float *out_features, int64_t *out_label);
 
 typedef struct tsr_loader_options {
@@ -83,7 +83,7 @@ TSR_API void tsr_loader_options_init(tsr_loader_options *options);
 
 // A loader over |dataset| (borrowed; it must outlive the loader) producing
 // batches on |device|. Starts at epoch 0, batch 0. Owned by the caller.
-TSR_API tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
+TSR_API TSR_MUST_USE tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
                                      const tsr_loader_options *options, tsr_loader **out_loader);
 // Joins the background thread and frees the loader. NULL is ignored.
 TSR_API void tsr_loader_destroy(tsr_loader *loader);
@@ -92,14 +92,14 @@ TSR_API void tsr_loader_destroy(tsr_loader *loader);
 // references; adopted by an open scope like any result). TSR_NOT_FOUND (and
 // NULLs) when the epoch is exhausted; the following call starts the next
 // epoch. Not thread-safe: one thread draws from a loader.
-TSR_API tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features,
+TSR_API TSR_MUST_USE tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features,
                                    tsr_tensor **out_labels);
 TSR_API int64_t tsr_loader_batch_count(const tsr_loader *loader);   // batches per epoch
 TSR_API int64_t tsr_loader_epoch(const tsr_loader *loader);
 TSR_API int64_t tsr_loader_position(const tsr_loader *loader);      // batches taken this epoch
 // Moves to batch |position| of |epoch| (for resuming a checkpoint): the next
 // batch is exactly the one an uninterrupted run would have drawn there.
-TSR_API tsr_status tsr_loader_seek(tsr_loader *loader, int64_t epoch, int64_t position);
+TSR_API TSR_MUST_USE tsr_status tsr_loader_seek(tsr_loader *loader, int64_t epoch, int64_t position);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -28,7 +28,7 @@ typedef struct tsr_named_tensor {
 // Writes |count| tensors (any device, any strides; stored row-major, little
 // endian, dtypes F32 F64 BF16 F16 I32 I64 BOOL) and |metadata_count| string
 // pairs under "__metadata__". Names must be unique. Thread-safe.
-TSR_API tsr_status tsr_safetensors_save(const char *path, int32_t count,
+TSR_API TSR_MUST_USE tsr_status tsr_safetensors_save(const char *path, int32_t count,
                                         const tsr_named_tensor *tensors, int32_t metadata_count,
                                         const char *const *metadata_keys,
                                         const char *const *metadata_values);
@@ -36,11 +36,11 @@ TSR_API tsr_status tsr_safetensors_save(const char *path, int32_t count,
 typedef struct tsr_safetensors tsr_safetensors;
 // Opens and validates a safetensors file (reads it into memory). Errors name
 // the file and the problem. Owned by the caller (tsr_safetensors_close).
-TSR_API tsr_status tsr_safetensors_open(const char *path, tsr_safetensors **out_file);
+TSR_API TSR_MUST_USE tsr_status tsr_safetensors_open(const char *path, tsr_safetensors **out_file);
 TSR_API void tsr_safetensors_close(tsr_safetensors *file);
 TSR_API int32_t tsr_safetensors_count(const tsr_safetensors *file);
 // Entry |index| in file order; strings and sizes owned by |file|.
-TSR_API tsr_status tsr_safetensors_entry_get(const tsr_safetensors *file, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_safetensors_entry_get(const tsr_safetensors *file, int32_t index,
                                              const char **out_name, tsr_dtype_t *out_dtype,
                                              int32_t *out_rank, const int64_t **out_sizes);
 // A new tensor on |device| with the values of entry |name|, or NULL
@@ -54,7 +54,7 @@ TSR_API const char *tsr_safetensors_metadata(const tsr_safetensors *file, const 
 // optimizer's state under "optim.<state name>" with its step count and lr in
 // the metadata ("optim.step", "optim.lr"), plus the caller's metadata pairs
 // (epoch, RNG offset, ...). |optimizer| may be NULL.
-TSR_API tsr_status tsr_checkpoint_save(const char *path, tsr_module *module,
+TSR_API TSR_MUST_USE tsr_status tsr_checkpoint_save(const char *path, tsr_module *module,
                                        tsr_optimizer *optimizer, int32_t metadata_count,
                                        const char *const *metadata_keys,
                                        const char *const *metadata_values);
@@ -62,7 +62,7 @@ TSR_API tsr_status tsr_checkpoint_save(const char *path, tsr_module *module,
 // parameter and buffer must be present with the same sizes and dtype, else
 // nothing is changed and the error names the file and the tensor. The file
 // is returned through |out_file| when not NULL, for its metadata.
-TSR_API tsr_status tsr_checkpoint_load(const char *path, tsr_module *module,
+TSR_API TSR_MUST_USE tsr_status tsr_checkpoint_load(const char *path, tsr_module *module,
                                        tsr_optimizer *optimizer, tsr_safetensors **out_file);
 
 // DLPack (v0.8 ABI: DLManagedTensor, tessera/dlpack.h). Export shares
@@ -73,7 +73,7 @@ TSR_API tsr_status tsr_checkpoint_load(const char *path, tsr_module *module,
 // memory as a buffer. A refused import leaves |managed| with the caller.
 // Thread-safe.
 struct DLManagedTensor;
-TSR_API tsr_status tsr_dlpack_export(tsr_tensor *tensor, struct DLManagedTensor **out_managed);
+TSR_API TSR_MUST_USE tsr_status tsr_dlpack_export(tsr_tensor *tensor, struct DLManagedTensor **out_managed);
 TSR_API tsr_tensor *tsr_dlpack_import(struct DLManagedTensor *managed, tsr_device *device);
 
 #ifdef __cplusplus

@@ -91,13 +91,13 @@ TSR_API int tsr_module_training(const tsr_module *module);
 // owned by the module and valid until it is destroyed (or the tensor is
 // replaced with tsr_module_parameter_set).
 TSR_API int32_t tsr_module_parameter_count(const tsr_module *module);
-TSR_API tsr_status tsr_module_parameter_get(const tsr_module *module, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_module_parameter_get(const tsr_module *module, int32_t index,
                                             const char **out_name, tsr_tensor **out_tensor);
 // The parameter called |name|, or NULL (borrowed, as above).
 TSR_API tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name);
 // Buffers (running statistics), named and owned as parameters are.
 TSR_API int32_t tsr_module_buffer_count(const tsr_module *module);
-TSR_API tsr_status tsr_module_buffer_get(const tsr_module *module, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_module_buffer_get(const tsr_module *module, int32_t index,
                                          const char **out_name, tsr_tensor **out_tensor);
 // Clears the gradient of every parameter.
 TSR_API void tsr_module_zero_grad(tsr_module *module);
@@ -124,18 +124,18 @@ enum {
 };
 // The recommended gain of |nonlinearity| (|param|: leaky_relu's slope).
 TSR_API double tsr_init_gain(tsr_nonlinearity_t nonlinearity, double param);
-TSR_API tsr_status tsr_init_uniform_(tsr_tensor *tensor, double low, double high);
-TSR_API tsr_status tsr_init_normal_(tsr_tensor *tensor, double mean, double std);
+TSR_API TSR_MUST_USE tsr_status tsr_init_uniform_(tsr_tensor *tensor, double low, double high);
+TSR_API TSR_MUST_USE tsr_status tsr_init_normal_(tsr_tensor *tensor, double mean, double std);
 // U(-b, b) with b = gain * sqrt(3 / fan), gain from |nonlinearity| and |a|.
-TSR_API tsr_status tsr_init_kaiming_uniform_(tsr_tensor *tensor, double a, tsr_fan_mode_t mode,
+TSR_API TSR_MUST_USE tsr_status tsr_init_kaiming_uniform_(tsr_tensor *tensor, double a, tsr_fan_mode_t mode,
                                              tsr_nonlinearity_t nonlinearity);
 // N(0, std^2) with std = gain / sqrt(fan).
-TSR_API tsr_status tsr_init_kaiming_normal_(tsr_tensor *tensor, double a, tsr_fan_mode_t mode,
+TSR_API TSR_MUST_USE tsr_status tsr_init_kaiming_normal_(tsr_tensor *tensor, double a, tsr_fan_mode_t mode,
                                             tsr_nonlinearity_t nonlinearity);
 // U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
-TSR_API tsr_status tsr_init_xavier_uniform_(tsr_tensor *tensor, double gain);
+TSR_API TSR_MUST_USE tsr_status tsr_init_xavier_uniform_(tsr_tensor *tensor, double gain);
 // N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
-TSR_API tsr_status tsr_init_xavier_normal_(tsr_tensor *tensor, double gain);
+TSR_API TSR_MUST_USE tsr_status tsr_init_xavier_normal_(tsr_tensor *tensor, double gain);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -63,24 +63,24 @@ TSR_API tsr_optimizer *tsr_optim_adam_for_module(tsr_module *module,
 TSR_API void tsr_optimizer_destroy(tsr_optimizer *optimizer);
 
 // Updates every parameter that has a gradient; one fused op each.
-TSR_API tsr_status tsr_optimizer_step(tsr_optimizer *optimizer);
+TSR_API TSR_MUST_USE tsr_status tsr_optimizer_step(tsr_optimizer *optimizer);
 // Clears the gradients of the parameters.
 TSR_API void tsr_optimizer_zero_grad(tsr_optimizer *optimizer);
 TSR_API double tsr_optimizer_lr(const tsr_optimizer *optimizer);
-TSR_API tsr_status tsr_optimizer_lr_set(tsr_optimizer *optimizer, double lr);
+TSR_API TSR_MUST_USE tsr_status tsr_optimizer_lr_set(tsr_optimizer *optimizer, double lr);
 // Steps taken (Adam's bias correction uses it); settable for checkpoints.
 TSR_API int64_t tsr_optimizer_step_count(const tsr_optimizer *optimizer);
-TSR_API tsr_status tsr_optimizer_step_count_set(tsr_optimizer *optimizer, int64_t steps);
+TSR_API TSR_MUST_USE tsr_status tsr_optimizer_step_count_set(tsr_optimizer *optimizer, int64_t steps);
 
 // State tensors that exist, in parameter order. Name and tensor are owned by
 // the optimizer, valid until the next step, state_set or destroy.
 TSR_API int32_t tsr_optimizer_state_count(const tsr_optimizer *optimizer);
-TSR_API tsr_status tsr_optimizer_state_get(const tsr_optimizer *optimizer, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_optimizer_state_get(const tsr_optimizer *optimizer, int32_t index,
                                            const char **out_name, tsr_tensor **out_tensor);
 // Copies |value| into the state called |name| ("fc.weight.exp_avg"),
 // creating it if needed. TSR_NOT_FOUND for a name that cannot exist in this
 // optimizer; TSR_INVALID_ARGUMENT for a size or dtype mismatch.
-TSR_API tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name,
+TSR_API TSR_MUST_USE tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name,
                                            tsr_tensor *value);
 
 // Learning-rate schedules, stepped once per epoch; each sets the optimizer's
@@ -93,10 +93,10 @@ TSR_API tsr_lr_schedule *tsr_lr_step(tsr_optimizer *optimizer, int64_t step_size
 TSR_API tsr_lr_schedule *tsr_lr_cosine(tsr_optimizer *optimizer, int64_t t_max, double eta_min);
 TSR_API void tsr_lr_schedule_destroy(tsr_lr_schedule *schedule);
 // Advances one epoch and sets the optimizer's lr.
-TSR_API tsr_status tsr_lr_schedule_step(tsr_lr_schedule *schedule);
+TSR_API TSR_MUST_USE tsr_status tsr_lr_schedule_step(tsr_lr_schedule *schedule);
 // The current epoch; setting it (to resume) also sets the lr.
 TSR_API int64_t tsr_lr_schedule_epoch(const tsr_lr_schedule *schedule);
-TSR_API tsr_status tsr_lr_schedule_epoch_set(tsr_lr_schedule *schedule, int64_t epoch);
+TSR_API TSR_MUST_USE tsr_status tsr_lr_schedule_epoch_set(tsr_lr_schedule *schedule, int64_t epoch);
 
 #ifdef __cplusplus
 }  // extern "C"

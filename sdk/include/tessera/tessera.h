@@ -27,6 +27,16 @@ extern "C" {
 #define TSR_API
 #endif
 
+// On every function that returns a tsr_status: ignoring it is a warning.
+// GCC warns even through a (void) cast; to drop a status on purpose, test it
+// (`if (tsr_stream_synchronize(s) != TSR_OK) { ... }`) or read it into a
+// variable.
+#if defined(__GNUC__)
+#define TSR_MUST_USE __attribute__((warn_unused_result))
+#else
+#define TSR_MUST_USE
+#endif
+
 #define TSR_VERSION_MAJOR 0
 #define TSR_VERSION_MINOR 1
 #define TSR_VERSION_PATCH 0
@@ -48,7 +58,7 @@ TSR_API const char *tsr_version(void);
 // the thread's next failing call. Thread-safe (per thread).
 TSR_API const char *tsr_last_error(void);
 // The status of the last failed call on this thread, TSR_OK if none.
-TSR_API tsr_status tsr_last_status(void);
+TSR_API TSR_MUST_USE tsr_status tsr_last_status(void);
 // Clears this thread's last error.
 TSR_API void tsr_last_error_clear(void);
 // A short name for |status| ("invalid argument"). Static storage. Thread-safe.
@@ -87,13 +97,13 @@ TSR_API void tsr_context_options_init(tsr_context_options *options);
 // Discovers and loads plugins, creates devices and picks the default device
 // (logged). |options| may be NULL. The context is owned by the caller and
 // destroyed with tsr_context_destroy. Thread-safe.
-TSR_API tsr_status tsr_context_create(const tsr_context_options *options,
+TSR_API TSR_MUST_USE tsr_status tsr_context_create(const tsr_context_options *options,
                                       tsr_context **out_context);
 // Waits for all work, releases every device and plugin. Tensors still alive
 // become invalid. Not thread-safe with other calls on |context|.
 TSR_API void tsr_context_destroy(tsr_context *context);
 // The first error recorded on |context| since the last clear (TSR_OK if none).
-TSR_API tsr_status tsr_context_status(const tsr_context *context);
+TSR_API TSR_MUST_USE tsr_status tsr_context_status(const tsr_context *context);
 // The message of that first error; owned by the context, valid until cleared.
 TSR_API const char *tsr_context_error_message(const tsr_context *context);
 TSR_API void tsr_context_error_clear(tsr_context *context);
@@ -123,10 +133,10 @@ typedef struct tsr_rejected_plugin {
 
 // Loaded plugins, and candidates that were rejected with their reasons.
 TSR_API int32_t tsr_context_plugin_count(const tsr_context *context);
-TSR_API tsr_status tsr_context_plugin_info_get(const tsr_context *context, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_context_plugin_info_get(const tsr_context *context, int32_t index,
                                                tsr_plugin_info *out_info);
 TSR_API int32_t tsr_context_rejected_count(const tsr_context *context);
-TSR_API tsr_status tsr_context_rejected_get(const tsr_context *context, int32_t index,
+TSR_API TSR_MUST_USE tsr_status tsr_context_rejected_get(const tsr_context *context, int32_t index,
                                             tsr_rejected_plugin *out_rejected);
 
 // ---------------------------------------------------------------------------
@@ -136,12 +146,12 @@ TSR_API tsr_status tsr_context_rejected_get(const tsr_context *context, int32_t 
 // calls, never on the device, thread count or strides.
 
 // Sets the seed and resets the offset to 0. Thread-safe.
-TSR_API tsr_status tsr_context_seed_set(tsr_context *context, uint64_t seed);
+TSR_API TSR_MUST_USE tsr_status tsr_context_seed_set(tsr_context *context, uint64_t seed);
 TSR_API uint64_t tsr_context_seed(const tsr_context *context);
 // The next counter the context hands out; writable to restore a checkpoint.
 // Thread-safe.
 TSR_API uint64_t tsr_context_rng_offset(const tsr_context *context);
-TSR_API tsr_status tsr_context_rng_offset_set(tsr_context *context, uint64_t offset);
+TSR_API TSR_MUST_USE tsr_status tsr_context_rng_offset_set(tsr_context *context, uint64_t offset);
 // Claims |count| counters and returns the first; the caller passes it as
 // RNG_FILL's offset. Thread-safe (atomic).
 TSR_API uint64_t tsr_context_rng_claim(tsr_context *context, uint64_t count);
@@ -150,7 +160,7 @@ TSR_API uint64_t tsr_context_rng_claim(tsr_context *context, uint64_t count);
 // without TSR_PLAN_INFO_DETERMINISTIC is refused by the core, and the fallback
 // policy decides (deny: TSR_UNSUPPORTED with the reason). Off by default.
 // Thread-safe.
-TSR_API tsr_status tsr_context_deterministic_set(tsr_context *context, int enabled);
+TSR_API TSR_MUST_USE tsr_status tsr_context_deterministic_set(tsr_context *context, int enabled);
 TSR_API int tsr_context_deterministic(const tsr_context *context);
 
 // ---------------------------------------------------------------------------
@@ -161,31 +171,31 @@ TSR_API tsr_device *tsr_context_device_get(const tsr_context *context, int32_t i
 // "onednn:0", or "onednn" for its first device. NULL if absent.
 TSR_API tsr_device *tsr_context_device_find(const tsr_context *context, const char *name);
 TSR_API tsr_device *tsr_context_default_device(const tsr_context *context);
-TSR_API tsr_status tsr_context_default_device_set(tsr_context *context, tsr_device *device);
+TSR_API TSR_MUST_USE tsr_status tsr_context_default_device_set(tsr_context *context, tsr_device *device);
 
 TSR_API tsr_context *tsr_device_context(const tsr_device *device);
 // "ref:0". Owned by the device.
 TSR_API const char *tsr_device_name(const tsr_device *device);
 TSR_API const char *tsr_device_plugin_name(const tsr_device *device);
-TSR_API tsr_status tsr_device_props_get(const tsr_device *device, tsr_device_props *out_props);
-TSR_API tsr_status tsr_device_allocator_stats_get(const tsr_device *device,
+TSR_API TSR_MUST_USE tsr_status tsr_device_props_get(const tsr_device *device, tsr_device_props *out_props);
+TSR_API TSR_MUST_USE tsr_status tsr_device_allocator_stats_get(const tsr_device *device,
                                                   tsr_allocator_stats *out_stats);
-TSR_API tsr_status tsr_device_allocator_trim(tsr_device *device);
+TSR_API TSR_MUST_USE tsr_status tsr_device_allocator_trim(tsr_device *device);
 // Waits for all work on every stream of |device|.
-TSR_API tsr_status tsr_device_synchronize(tsr_device *device);
+TSR_API TSR_MUST_USE tsr_status tsr_device_synchronize(tsr_device *device);
 // TSR_OK if the plugin implements |op| for |dtype| on a representative
 // signature (small, contiguous) with some value of the op's selector
 // (UNARY's function, REDUCE's kind, MATMUL's activation and bias, POOL2D's
 // kind, ...), TSR_UNSUPPORTED with the plugin's reason for the
 // representative otherwise.
-TSR_API tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op,
+TSR_API TSR_MUST_USE tsr_status tsr_device_op_supported(tsr_device *device, tsr_op_id_t op,
                                            tsr_dtype_t dtype);
 // As tsr_device_op_supported, for the representative signature with value
 // |selector| of the op's selector (0 .. tsr_op_selector_count(op) - 1, see
 // tessera/ops.h; MATMUL's and CONV2D's last value is the optional bias):
 // whether the plugin implements UNARY's RELU, MATMUL with a bias.
 // TSR_INVALID_ARGUMENT for a value out of range. Thread-safe.
-TSR_API tsr_status tsr_device_op_selector_supported(tsr_device *device, tsr_op_id_t op,
+TSR_API TSR_MUST_USE tsr_status tsr_device_op_selector_supported(tsr_device *device, tsr_op_id_t op,
                                                     tsr_dtype_t dtype, int32_t selector);
 
 typedef struct tsr_plan_cache_stats {
@@ -194,7 +204,7 @@ typedef struct tsr_plan_cache_stats {
   uint64_t misses;
   uint64_t entries;
 } tsr_plan_cache_stats;
-TSR_API tsr_status tsr_device_plan_cache_stats_get(const tsr_device *device,
+TSR_API TSR_MUST_USE tsr_status tsr_device_plan_cache_stats_get(const tsr_device *device,
                                                    tsr_plan_cache_stats *out_stats);
 
 typedef struct tsr_fallback_stats {
@@ -203,16 +213,16 @@ typedef struct tsr_fallback_stats {
   uint64_t copies;         // tensors copied for them, both directions
   uint64_t refusals;       // calls refused by the deny policy
 } tsr_fallback_stats;
-TSR_API tsr_status tsr_context_fallback_stats_get(const tsr_context *context,
+TSR_API TSR_MUST_USE tsr_status tsr_context_fallback_stats_get(const tsr_context *context,
                                                   tsr_fallback_stats *out_stats);
-TSR_API tsr_status tsr_context_fallback_policy_set(tsr_context *context,
+TSR_API TSR_MUST_USE tsr_status tsr_context_fallback_policy_set(tsr_context *context,
                                                    tsr_fallback_policy_t policy);
 
 // ---------------------------------------------------------------------------
 // Streams and events. Every device has a default stream; ops run on the
 // calling thread's current stream for the device (the default unless set).
 
-TSR_API tsr_status tsr_stream_create(tsr_device *device, uint32_t flags, tsr_stream **out_stream);
+TSR_API TSR_MUST_USE tsr_status tsr_stream_create(tsr_device *device, uint32_t flags, tsr_stream **out_stream);
 // Wraps |native|, a queue the application made with the vendor's API for
 // |device| (the CUDA plugin: a cudaStream_t; docs/abi.md 7.5 and the plugin's
 // page say what each plugin takes), as a stream used like a created one. |flags|
@@ -222,7 +232,7 @@ TSR_API tsr_status tsr_stream_create(tsr_device *device, uint32_t flags, tsr_str
 // work included, then destroys only Tessera's wrapper); with it, the last
 // release destroys |native| too. On failure |native| stays the caller's.
 // TSR_UNSUPPORTED when the device's plugin cannot import. Thread-safe.
-TSR_API tsr_status tsr_stream_import(tsr_device *device, void *native, uint32_t flags,
+TSR_API TSR_MUST_USE tsr_status tsr_stream_import(tsr_device *device, void *native, uint32_t flags,
                                      tsr_stream **out_stream);
 // Releases the caller's reference; the stream is destroyed after its work
 // completes. Thread-safe.
@@ -230,19 +240,19 @@ TSR_API void tsr_stream_release(tsr_stream *stream);
 TSR_API tsr_stream *tsr_device_default_stream(tsr_device *device);
 // Makes |stream| the calling thread's current stream for its device; NULL
 // restores the default stream of |device|. Thread-safe (per thread).
-TSR_API tsr_status tsr_stream_current_set(tsr_device *device, tsr_stream *stream);
+TSR_API TSR_MUST_USE tsr_status tsr_stream_current_set(tsr_device *device, tsr_stream *stream);
 TSR_API tsr_stream *tsr_stream_current_get(tsr_device *device);
-TSR_API tsr_status tsr_stream_synchronize(tsr_stream *stream);
+TSR_API TSR_MUST_USE tsr_status tsr_stream_synchronize(tsr_stream *stream);
 // TSR_OK when idle, TSR_NOT_READY while work is pending, or the first error.
-TSR_API tsr_status tsr_stream_query(tsr_stream *stream);
-TSR_API tsr_status tsr_stream_wait_event(tsr_stream *stream, tsr_event *event);
+TSR_API TSR_MUST_USE tsr_status tsr_stream_query(tsr_stream *stream);
+TSR_API TSR_MUST_USE tsr_status tsr_stream_wait_event(tsr_stream *stream, tsr_event *event);
 
-TSR_API tsr_status tsr_event_create(tsr_device *device, uint32_t flags, tsr_event **out_event);
+TSR_API TSR_MUST_USE tsr_status tsr_event_create(tsr_device *device, uint32_t flags, tsr_event **out_event);
 TSR_API void tsr_event_release(tsr_event *event);
-TSR_API tsr_status tsr_event_record(tsr_event *event, tsr_stream *stream);
-TSR_API tsr_status tsr_event_query(tsr_event *event);
-TSR_API tsr_status tsr_event_synchronize(tsr_event *event);
-TSR_API tsr_status tsr_event_elapsed_get(tsr_event *start, tsr_event *end,
+TSR_API TSR_MUST_USE tsr_status tsr_event_record(tsr_event *event, tsr_stream *stream);
+TSR_API TSR_MUST_USE tsr_status tsr_event_query(tsr_event *event);
+TSR_API TSR_MUST_USE tsr_status tsr_event_synchronize(tsr_event *event);
+TSR_API TSR_MUST_USE tsr_status tsr_event_elapsed_get(tsr_event *start, tsr_event *end,
                                          float *out_milliseconds);
 
 // ---------------------------------------------------------------------------
@@ -259,7 +269,7 @@ TSR_API tsr_tensor *tsr_tensor_from_host(tsr_device *device, tsr_dtype_t dtype, 
                                          const int64_t *sizes, const void *data);
 // Copies |tensor| into |dst| in row-major order after the work writing it has
 // finished; |dst_bytes| must equal numel * dtype size. Thread-safe.
-TSR_API tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_bytes);
+TSR_API TSR_MUST_USE tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_bytes);
 // A contiguous copy of |tensor| on |device|.
 TSR_API tsr_tensor *tsr_tensor_to_device(const tsr_tensor *tensor, tsr_device *device);
 
@@ -340,10 +350,10 @@ TSR_API tsr_tensor *tsr_rand(tsr_device *device, tsr_dtype_t dtype, int32_t rank
 TSR_API tsr_tensor *tsr_randn(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
                               const int64_t *sizes, double mean, double std);
 // Fills |tensor| from the context RNG (RNG_FILL with a claimed offset).
-TSR_API tsr_status tsr_rng_fill_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
+TSR_API TSR_MUST_USE tsr_status tsr_rng_fill_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
                                  double a, double b);
 // Fills |tensor| with RNG_FILL at an explicit |seed| and |offset|.
-TSR_API tsr_status tsr_rng_fill_seeded_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
+TSR_API TSR_MUST_USE tsr_status tsr_rng_fill_seeded_(tsr_tensor *tensor, tsr_rng_distribution_t distribution,
                                         double a, double b, uint64_t seed, uint64_t offset);
 
 // ---------------------------------------------------------------------------
@@ -351,30 +361,30 @@ TSR_API tsr_status tsr_rng_fill_seeded_(tsr_tensor *tensor, tsr_rng_distribution
 
 // Runs catalogue op |op| with preallocated |outputs|. The low-level entry
 // behind every function below. Thread-safe.
-TSR_API tsr_status tsr_op_run(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
+TSR_API TSR_MUST_USE tsr_status tsr_op_run(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
                               int32_t num_outputs, tsr_tensor *const *outputs,
                               const void *attrs);
 // The engine tsr_op_run would use for the same call ("onednn:brgemm:avx2",
 // "own:elementwise", "fallback: ..."), without running it: the plan is made
 // and cached as a run would. *out_engine is owned by the device's plan cache
 // and valid until the context is destroyed. Thread-safe.
-TSR_API tsr_status tsr_op_engine_get(tsr_op_id_t op, int32_t num_inputs,
+TSR_API TSR_MUST_USE tsr_status tsr_op_engine_get(tsr_op_id_t op, int32_t num_inputs,
                                      tsr_tensor *const *inputs, int32_t num_outputs,
                                      tsr_tensor *const *outputs, const void *attrs,
                                      const char **out_engine);
 
-TSR_API tsr_status tsr_fill_(tsr_tensor *tensor, double value);
+TSR_API TSR_MUST_USE tsr_status tsr_fill_(tsr_tensor *tensor, double value);
 // Copies |src| (broadcast to |dst|'s shape) into |dst|, casting if needed.
-TSR_API tsr_status tsr_copy_(tsr_tensor *dst, tsr_tensor *src);
+TSR_API TSR_MUST_USE tsr_status tsr_copy_(tsr_tensor *dst, tsr_tensor *src);
 TSR_API tsr_tensor *tsr_cast(tsr_tensor *tensor, tsr_dtype_t dtype);
 
 TSR_API tsr_tensor *tsr_unary(tsr_tensor *x, tsr_unary_fn_t fn, double alpha);
-TSR_API tsr_status tsr_unary_out(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha);
+TSR_API TSR_MUST_USE tsr_status tsr_unary_out(tsr_tensor *out, tsr_tensor *x, tsr_unary_fn_t fn, double alpha);
 TSR_API tsr_tensor *tsr_unary_backward(tsr_tensor *dy, tsr_tensor *x, tsr_unary_fn_t fn,
                                        double alpha);
 TSR_API tsr_tensor *tsr_binary(tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn, double alpha);
 // |out| must have the broadcast shape; it may be |a| or |b| (in place).
-TSR_API tsr_status tsr_binary_out(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
+TSR_API TSR_MUST_USE tsr_status tsr_binary_out(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b,
                                   tsr_binary_fn_t fn, double alpha);
 TSR_API tsr_tensor *tsr_compare(tsr_tensor *a, tsr_tensor *b, tsr_compare_fn_t fn);
 TSR_API tsr_tensor *tsr_where(tsr_tensor *cond, tsr_tensor *a, tsr_tensor *b);
@@ -398,7 +408,7 @@ TSR_API tsr_tensor *tsr_conv2d_backward_data(tsr_tensor *dy, tsr_tensor *w,
                                              const int64_t *x_sizes,
                                              const tsr_conv2d_attrs *attrs);
 // dw of sizes |w_sizes| [4] and, when |out_dbias| is not NULL, dbias [O].
-TSR_API tsr_status tsr_conv2d_backward_filter(tsr_tensor *dy, tsr_tensor *x,
+TSR_API TSR_MUST_USE tsr_status tsr_conv2d_backward_filter(tsr_tensor *dy, tsr_tensor *x,
                                               const int64_t *w_sizes,
                                               const tsr_conv2d_attrs *attrs, tsr_tensor **out_dw,
                                               tsr_tensor **out_dbias);
@@ -422,7 +432,7 @@ TSR_API tsr_tensor *tsr_layer_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor 
                                    tsr_tensor **out_rstd);
 // dx to |out_dx|; with |gamma|, dgamma and dbeta to |out_dgamma| / |out_dbeta|
 // (then required). Caller's references.
-TSR_API tsr_status tsr_layer_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *mean,
+TSR_API TSR_MUST_USE tsr_status tsr_layer_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *mean,
                                            tsr_tensor *rstd, tsr_tensor *gamma, int32_t axis,
                                            double eps, tsr_tensor **out_dx,
                                            tsr_tensor **out_dgamma, tsr_tensor **out_dbeta);
@@ -432,7 +442,7 @@ TSR_API tsr_tensor *tsr_batch_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor 
                                    tsr_tensor *running_mean, tsr_tensor *running_var,
                                    int training, double momentum, double eps,
                                    tsr_tensor **out_save_mean, tsr_tensor **out_save_invstd);
-TSR_API tsr_status tsr_batch_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *gamma,
+TSR_API TSR_MUST_USE tsr_status tsr_batch_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *gamma,
                                            tsr_tensor *save_mean, tsr_tensor *save_invstd,
                                            int training, double eps, tsr_tensor **out_dx,
                                            tsr_tensor **out_dgamma, tsr_tensor **out_dbeta);
@@ -444,7 +454,7 @@ TSR_API tsr_tensor *tsr_gather(tsr_tensor *x, int32_t axis, tsr_tensor *index);
 TSR_API tsr_tensor *tsr_scatter_add(tsr_tensor *base, int32_t axis, tsr_tensor *index,
                                     tsr_tensor *src);
 // In place: out[..., index[k], ...] += src[..., k, ...].
-TSR_API tsr_status tsr_scatter_add_(tsr_tensor *out, int32_t axis, tsr_tensor *index,
+TSR_API TSR_MUST_USE tsr_status tsr_scatter_add_(tsr_tensor *out, int32_t axis, tsr_tensor *index,
                                     tsr_tensor *src);
 // Cross-entropy of logits [N, C] against int64 targets [N]. lse [N] float32
 // to |out_lse| when not NULL.
@@ -455,9 +465,9 @@ TSR_API tsr_tensor *tsr_cross_entropy_backward(tsr_tensor *dloss, tsr_tensor *lo
                                                const tsr_cross_entropy_attrs *attrs);
 // Fused optimizer updates, in place. |momentum_buf| may be NULL when
 // attrs->momentum == 0.
-TSR_API tsr_status tsr_sgd_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *momentum_buf,
+TSR_API TSR_MUST_USE tsr_status tsr_sgd_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *momentum_buf,
                                    const tsr_sgd_attrs *attrs);
-TSR_API tsr_status tsr_adam_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *exp_avg,
+TSR_API TSR_MUST_USE tsr_status tsr_adam_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *exp_avg,
                                     tsr_tensor *exp_avg_sq, const tsr_adam_attrs *attrs);
 
 static inline tsr_tensor *tsr_add(tsr_tensor *a, tsr_tensor *b) { return tsr_binary(a, b, TSR_BINARY_ADD, 1.0); }
