@@ -97,12 +97,6 @@ typedef struct tsr_storage {
   struct tsr_storage *next_free;
 } tsr_storage;
 
-// The head of an autograd node (sdk/autograd.c): the core only needs to drop
-// a tensor's reference to the node that produced it.
-typedef struct tsr_grad_fn {
-  void (*release)(struct tsr_grad_fn *self);
-} tsr_grad_fn;
-
 struct tsr_scope_stack;
 
 // tsr_tensor.live: set while the handle is live, poisoned when its last
@@ -125,10 +119,16 @@ struct tsr_tensor {
   int64_t sizes[TSR_MAX_RANK];
   int64_t strides[TSR_MAX_RANK];
   struct tsr_tensor *next_free;
-  // Autograd (sdk/autograd.c). |grad_fn| and |grad| are owned references.
-  tsr_grad_fn *grad_fn;
-  struct tsr_tensor *grad;
-  int32_t requires_grad;
+  // An extension slot for a layer above the core (the SDK's autograd keeps
+  // the node that made the tensor, its gradient and its requires-grad flag
+  // here: sdk/autograd.c). The core clears it when it makes a handle and,
+  // when the last reference goes, calls |ext_release| if set; what the slot
+  // holds is owned by whoever set |ext_release|. Plain fields, so reading
+  // them on the eager path costs no lookup.
+  void (*ext_release)(struct tsr_tensor *tensor);
+  void *ext_node;
+  struct tsr_tensor *ext_tensor;
+  uint32_t ext_flags;
   // The scope that holds this handle's creation reference (scope.c), or NULL.
   int32_t scope_slot;
   struct tsr_scope_stack *scope_owner;
@@ -231,12 +231,15 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
 void tsr_tensor_unref(tsr_tensor *tensor);
 // Frees this thread's cached storage records.
 void tsr_storage_free_list_trim(void);
-// Frees this thread's cached tensor and storage handles (and the SDK's
-// per-thread autograd caches). Called at context destroy and thread exit.
+// Frees this thread's cached tensor and storage handles, then runs the trim
+// hooks. Called at context destroy and thread exit.
 void tsr_tensor_free_lists_trim(void);
-// Defined by sdk/autograd.c: frees the calling thread's autograd node cache
-// and backward work arrays. Weak, so that the core links without the SDK.
-void tsr_autograd_thread_trim(void) __attribute__((weak));
+// Adds |fn| to the hooks tsr_tensor_free_lists_trim runs on the trimming
+// thread, so that a layer above the core (the SDK's autograd) frees its own
+// per-thread caches at the same moments. Adding the same function again does
+// nothing. TSR_OUT_OF_MEMORY when TSR_TRIM_HOOKS are taken. Thread-safe.
+#define TSR_TRIM_HOOKS 4
+tsr_status tsr_thread_trim_hook_add(void (*fn)(void));
 // Arranges for the calling thread's free lists to be trimmed when it exits;
 // one thread-local test after the first call.
 void tsr_thread_free_lists_register(void);

@@ -18,6 +18,7 @@ static TSR_HOT_TLS int tls_free_tensor_count;
 static TSR_HOT_TLS int tls_trim_registered;
 static pthread_key_t g_trim_key;
 static pthread_once_t g_trim_key_once = PTHREAD_ONCE_INIT;
+static _Atomic(void (*)(void)) g_trim_hooks[TSR_TRIM_HOOKS];
 
 // A thread that used the SDK and exits would otherwise leak its cached
 // tensor and storage records: a key destructor runs while its thread-local
@@ -50,10 +51,20 @@ void tsr_tensor_free_lists_trim(void) {
   tls_free_tensor_count = 0;
   tsr_storage_free_list_trim();
   tsr_scope_list_trim();
-  // The SDK's per-thread autograd caches, when the SDK is linked in (core
-  // tests link the core alone).
-  if (tsr_autograd_thread_trim != NULL)
-    tsr_autograd_thread_trim();
+  for (int i = 0; i < TSR_TRIM_HOOKS; ++i) {
+    void (*fn)(void) = atomic_load_explicit(&g_trim_hooks[i], memory_order_acquire);
+    if (fn != NULL) fn();
+  }
+}
+
+tsr_status tsr_thread_trim_hook_add(void (*fn)(void)) {
+  if (fn == NULL) return tsr_error_set(TSR_INVALID_ARGUMENT, "thread_trim_hook_add: fn is NULL");
+  for (int i = 0; i < TSR_TRIM_HOOKS; ++i) {
+    void (*seen)(void) = NULL;
+    if (atomic_compare_exchange_strong(&g_trim_hooks[i], &seen, fn) || seen == fn) return TSR_OK;
+  }
+  return tsr_error_set(TSR_OUT_OF_MEMORY, "thread_trim_hook_add: all %d hooks are taken",
+                       TSR_TRIM_HOOKS);
 }
 
 static const char *dtype_name(tsr_dtype_t dtype) {
@@ -124,9 +135,10 @@ static tsr_tensor *tensor_adopt(tsr_storage *storage, tsr_dtype_t dtype, int32_t
     t->strides[d] = strides[d];
   }
   t->next_free = NULL;
-  t->grad_fn = NULL;
-  t->grad = NULL;
-  t->requires_grad = 0;
+  t->ext_release = NULL;
+  t->ext_node = NULL;
+  t->ext_tensor = NULL;
+  t->ext_flags = 0;
   t->scope_slot = -1;
   t->scope_owner = NULL;
   tsr_scope_adopt(t);
@@ -199,15 +211,10 @@ void tsr_tensor_unref(tsr_tensor *tensor) {
     return;
   if (!tsr_ref_drop(&tensor->refs))
     return;
-  if (tensor->grad_fn != NULL) {
-    tsr_grad_fn *fn = tensor->grad_fn;
-    tensor->grad_fn = NULL;
-    fn->release(fn);
-  }
-  if (tensor->grad != NULL) {
-    tsr_tensor *grad = tensor->grad;
-    tensor->grad = NULL;
-    tsr_tensor_release(grad);
+  if (tensor->ext_release != NULL) {
+    void (*release)(tsr_tensor *) = tensor->ext_release;
+    tensor->ext_release = NULL;
+    release(tensor);
   }
   tsr_storage_release(tensor->storage);
   tensor->live = TSR_TENSOR_RELEASED;

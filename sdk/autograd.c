@@ -45,17 +45,48 @@ int tsr_grad_mode(void) {
   return !tls_grad_disabled;
 }
 
+// Autograd lives in the core tensor's extension slot (core/runtime.h):
+// |ext_node| is the node that produced the tensor (a reference), |ext_tensor|
+// a leaf's accumulated gradient (owned), |ext_flags| TSR_AG_REQUIRES_GRAD.
+// |ext_release| is tensor_ext_release whenever either pointer is set.
+#define TSR_AG_REQUIRES_GRAD 1u
+
 static tsr_ag_node *node_of(const tsr_tensor *t) {
-  return (tsr_ag_node *)t->grad_fn;
+  return (tsr_ag_node *)t->ext_node;
+}
+
+static int requires_grad(const tsr_tensor *t) {
+  return (t->ext_flags & TSR_AG_REQUIRES_GRAD) != 0;
+}
+
+static void node_release(tsr_ag_node *n);
+static void trim_hook_add(void);
+
+// Called by the core when |t|'s last reference goes.
+static void tensor_ext_release(tsr_tensor *t) {
+  tsr_ag_node *n = node_of(t);
+  t->ext_node = NULL;
+  if (n != NULL) node_release(n);
+  tsr_tensor *grad = t->ext_tensor;
+  t->ext_tensor = NULL;
+  tsr_tensor_release(grad);
 }
 
 // --- node lifetime ------------------------------------------------------------
 
 static void free_list_trim(void *unused);
 
-// Declared in core/runtime.h; the core calls it at context destroy and when
-// a thread that used tensors exits.
-void tsr_autograd_thread_trim(void) { free_list_trim(NULL); }
+// Registered with the core (tsr_thread_trim_hook_add) once this thread keeps
+// a cache: the core runs it at context destroy and when a thread exits.
+static void thread_trim(void) { free_list_trim(NULL); }
+
+static void trim_hook_register(void) {
+  if (tsr_thread_trim_hook_add(thread_trim) != TSR_OK) tsr_last_error_clear();
+}
+
+static pthread_once_t g_trim_hook_once = PTHREAD_ONCE_INIT;
+
+static void trim_hook_add(void) { pthread_once(&g_trim_hook_once, trim_hook_register); }
 
 static void free_list_trim(void *unused) {
   (void)unused;
@@ -102,14 +133,14 @@ static void node_recycle(tsr_ag_node *n) {
     tls_exit_registered = 1;
     pthread_once(&g_exit_key_once, exit_key_create);
     pthread_setspecific(g_exit_key, &g_exit_key);
+    trim_hook_add();
   }
   n->next_free = tls_free_nodes;
   tls_free_nodes = n;
   ++tls_free_node_count;
 }
 
-static void node_release(tsr_grad_fn *fn) {
-  tsr_ag_node *n = (tsr_ag_node *)fn;
+static void node_release(tsr_ag_node *n) {
   if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
     return;
   n->next_free = tls_release_queue;
@@ -135,7 +166,6 @@ static tsr_ag_node *node_alloc(void) {
     if (n == NULL)
       return NULL;
   }
-  n->base.release = node_release;
   atomic_init(&n->refs, 1);
   n->num_inputs = 0;
   n->num_saved = 0;
@@ -156,7 +186,7 @@ int tsr_ag_should_record(int32_t num_inputs, tsr_tensor *const *inputs) {
   if (tls_grad_disabled)
     return 0;
   for (int32_t i = 0; i < num_inputs; ++i) {
-    if (inputs[i] != NULL && inputs[i]->requires_grad)
+    if (inputs[i] != NULL && requires_grad(inputs[i]))
       return 1;
   }
   return 0;
@@ -168,7 +198,7 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
     return tsr_error_set(TSR_INTERNAL, "%s: autograd record with %d inputs or NULL output", name,
                          num_inputs);
   }
-  if (out->grad_fn != NULL) {
+  if (out->ext_node != NULL) {
     return tsr_error_set(TSR_INTERNAL, "%s: the output was already recorded", name);
   }
   tsr_ag_node *n = node_alloc();
@@ -182,10 +212,10 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
     tsr_tensor *t = inputs[i];
     n->inputs[i] = tsr_tensor_retain(t);
     n->input_versions[i] = t ? atomic_load(&t->storage->version) : 0;
-    if (t == NULL || !t->requires_grad)
+    if (t == NULL || !requires_grad(t))
       continue;
     n->needs_grad |= 1u << i;
-    if (t->grad_fn != NULL && node_of(t)->depth > depth)
+    if (t->ext_node != NULL && node_of(t)->depth > depth)
       depth = node_of(t)->depth;
   }
   n->depth = depth + 1;
@@ -195,8 +225,9 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
   n->out_rank = out->rank;
   n->out_dtype = out->dtype;
   memcpy(n->out_sizes, out->sizes, sizeof(n->out_sizes));
-  out->grad_fn = &n->base;
-  out->requires_grad = 1;
+  out->ext_node = n;
+  out->ext_flags |= TSR_AG_REQUIRES_GRAD;
+  out->ext_release = tensor_ext_release;
   if (out_node != NULL)
     *out_node = n;
   return TSR_OK;
@@ -219,7 +250,7 @@ tsr_status tsr_ag_node_save(tsr_ag_node *node, const tsr_tensor *tensor) {
 }
 
 tsr_status tsr_ag_check_inplace(const char *what, const tsr_tensor *tensor) {
-  if (tls_grad_disabled || tensor == NULL || !tensor->requires_grad)
+  if (tls_grad_disabled || tensor == NULL || !requires_grad(tensor))
     return TSR_OK;
   return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
                   "%s: in-place write to a tensor that requires grad while grad mode is on "
@@ -270,7 +301,7 @@ tsr_status tsr_tensor_requires_grad_set(tsr_tensor *tensor, int requires_grad) {
   if (tensor == NULL) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_requires_grad_set: tensor is NULL");
   }
-  if (tensor->grad_fn != NULL) {
+  if (tensor->ext_node != NULL) {
     return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
                     "tensor_requires_grad_set: the tensor is the output of a recorded op (%s), "
                     "not a leaf; use tsr_detach for a leaf",
@@ -281,20 +312,23 @@ tsr_status tsr_tensor_requires_grad_set(tsr_tensor *tensor, int requires_grad) {
                     "tensor_requires_grad_set: only float tensors can require grad (dtype %d)",
                     tensor->dtype);
   }
-  tensor->requires_grad = requires_grad != 0;
+  if (requires_grad)
+    tensor->ext_flags |= TSR_AG_REQUIRES_GRAD;
+  else
+    tensor->ext_flags &= ~TSR_AG_REQUIRES_GRAD;
   return TSR_OK;
 }
 
 int tsr_tensor_requires_grad(const tsr_tensor *tensor) {
-  return tensor != NULL && tensor->requires_grad;
+  return tensor != NULL && requires_grad(tensor);
 }
 
 int tsr_tensor_is_leaf(const tsr_tensor *tensor) {
-  return tensor != NULL && tensor->grad_fn == NULL;
+  return tensor != NULL && tensor->ext_node == NULL;
 }
 
 const char *tsr_tensor_grad_fn_name(const tsr_tensor *tensor) {
-  return tensor != NULL && tensor->grad_fn != NULL ? node_of(tensor)->name : NULL;
+  return tensor != NULL && tensor->ext_node != NULL ? node_of(tensor)->name : NULL;
 }
 
 // A new handle on |t|'s storage with no autograd state.
@@ -307,7 +341,7 @@ tsr_tensor *tsr_tensor_grad(const tsr_tensor *tensor) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_grad: tensor is NULL");
     return NULL;
   }
-  return tensor->grad != NULL ? plain_alias(tensor->grad) : NULL;
+  return tensor->ext_tensor != NULL ? plain_alias(tensor->ext_tensor) : NULL;
 }
 
 tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
@@ -329,8 +363,9 @@ tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
       return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "tensor_grad_set: %s",
                       tsr_error_message());
   }
-  tsr_tensor *old = tensor->grad;
-  tensor->grad = grad;
+  tsr_tensor *old = tensor->ext_tensor;
+  tensor->ext_tensor = grad;
+  if (grad != NULL) tensor->ext_release = tensor_ext_release;
   tsr_tensor_release(old);
   return TSR_OK;
 }
@@ -349,6 +384,7 @@ tsr_tensor *tsr_detach(tsr_tensor *tensor) {
 static int array_reserve(tsr_ag_node ***array, size_t *cap, size_t need) {
   if (need <= *cap)
     return 1;
+  trim_hook_add();  // the core frees these arrays with its own caches
   size_t cap2 = *cap ? *cap : 256;
   while (cap2 < need) cap2 *= 2;
   tsr_ag_node **grown = realloc(*array, cap2 * sizeof(**array));
@@ -387,11 +423,11 @@ static tsr_status grad_accumulate(tsr_tensor **slot, tsr_tensor *g) {
 // A leaf's gradient is its own contiguous tensor, so that a user or an
 // optimizer may update it in place without touching another tensor.
 static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
-  if (leaf->grad != NULL)
-    return grad_accumulate(&leaf->grad, g);
+  if (leaf->ext_tensor != NULL)
+    return grad_accumulate(&leaf->ext_tensor, g);
   tsr_tensor *own = g;
   int shared = atomic_load(&g->refs) > 1 || atomic_load(&g->storage->refs) > 1 ||
-               !tsr_tensor_is_contiguous(g) || g->offset != 0 || g->grad_fn != NULL;
+               !tsr_tensor_is_contiguous(g) || g->offset != 0 || g->ext_node != NULL;
   if (shared) {
     own = tsr_tensor_alloc("backward", g->device, g->dtype, g->rank, g->sizes);
     if (own == NULL || tsr_copy_(own, g) != TSR_OK) {
@@ -401,7 +437,8 @@ static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
     }
     tsr_tensor_release(g);
   }
-  leaf->grad = own;
+  leaf->ext_tensor = own;
+  leaf->ext_release = tensor_ext_release;
   return TSR_OK;
 }
 
@@ -464,7 +501,7 @@ static tsr_status collect(tsr_ag_node *root, size_t *out_count) {
     }
     for (int32_t i = 0; i < n->num_inputs; ++i) {
       tsr_tensor *t = n->inputs[i];
-      if (t == NULL || t->grad_fn == NULL || !tsr_ag_needs_grad(n, i))
+      if (t == NULL || t->ext_node == NULL || !tsr_ag_needs_grad(n, i))
         continue;
       tsr_ag_node *c = node_of(t);
       if (c->visit == pass)
@@ -504,7 +541,7 @@ static tsr_status run_node(tsr_ag_node *n, uint32_t flags) {
         tsr_tensor_release(g);
         continue;
       }
-      if (t->grad_fn != NULL) {
+      if (t->ext_node != NULL) {
         status = grad_accumulate(&node_of(t)->grad, g);
       } else {
         status = leaf_accumulate(t, g);
@@ -521,7 +558,7 @@ static tsr_status run_node(tsr_ag_node *n, uint32_t flags) {
 tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
   if (root == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "backward: root is NULL");
-  if (!root->requires_grad) {
+  if (!requires_grad(root)) {
     return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
                     "backward: the root does not require grad (no input of the ops that made "
                     "it requires grad, or grad mode was off)");
@@ -553,7 +590,7 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
     status = tsr_error_status();
     goto done;
   }
-  if (root->grad_fn == NULL) {
+  if (root->ext_node == NULL) {
     status = leaf_accumulate(root, seed);
     goto done;
   }
@@ -574,7 +611,7 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
     n->grad = NULL;
     tsr_tensor_release(g);
   }
-  for (size_t i = 0; i < count; ++i) node_release(&tls_order[i]->base);
+  for (size_t i = 0; i < count; ++i) node_release(tls_order[i]);
 done:
   tsr_scope_resume(scope);
   tsr_grad_mode_set(mode);

@@ -41,7 +41,6 @@ typedef tsr_status (*tsr_ag_backward_fn)(const tsr_ag_node *node, tsr_tensor *dy
                                          tsr_tensor **out_dx);
 
 struct tsr_ag_node {
-  tsr_grad_fn base;  // first: the core releases through it
   atomic_int refs;   // the output tensor's reference + children's
   int32_t num_inputs;
   int32_t num_saved;
