@@ -9,9 +9,9 @@ include(CMakePackageConfigHelpers)
 set(TSR_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)
 
 # The version a consumer sees in TesseraConfigVersion.cmake and tessera.pc
-# comes from project(); the one its code sees comes from tessera.h. Refuse to
+# comes from project(); the one its code sees comes from tessera/core.h. Refuse to
 # configure when they disagree rather than ship a package that lies.
-file(STRINGS ${PROJECT_SOURCE_DIR}/sdk/include/tessera/tessera.h _tsr_version_lines
+file(STRINGS ${PROJECT_SOURCE_DIR}/core/include/tessera/core.h _tsr_version_lines
      REGEX "^#define TSR_VERSION_(MAJOR|MINOR|PATCH) [0-9]+$")
 set(_tsr_header_version "")
 foreach(_part MAJOR MINOR PATCH)
@@ -23,13 +23,14 @@ foreach(_part MAJOR MINOR PATCH)
 endforeach()
 list(JOIN _tsr_header_version "." _tsr_header_version)
 if(NOT _tsr_header_version STREQUAL PROJECT_VERSION)
-  message(FATAL_ERROR "TesseraInstall: tessera.h says version '${_tsr_header_version}' but "
+  message(FATAL_ERROR "TesseraInstall: tessera/core.h says version '${_tsr_header_version}' but "
                       "project() says '${PROJECT_VERSION}'; change both together")
 endif()
 
 install(FILES
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/abi.h
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/ops.h
+  ${PROJECT_SOURCE_DIR}/core/include/tessera/core.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/tessera.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/autograd.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/nn.h

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "plan_cache.h"
-#include "tessera/tessera.h"
+#include "tessera/core.h"
 
 #define TSR_MAX_PLUGINS 32
 // Thread-locals read on every eager op. initial-exec makes each access one

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 #define TSR_AG_MAX_SAVED 4
 #define TSR_AG_ATTR_BYTES 256

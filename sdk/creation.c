@@ -6,6 +6,7 @@
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 #include "sdk_errors.h"
 
 static int dtype_is_float(tsr_dtype_t dtype) {

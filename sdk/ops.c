@@ -4,6 +4,7 @@
 #include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 static tsr_tensor *op_fail(const tsr_tensor *t, tsr_status status) {
   tsr_fail(t ? t->device : NULL, status, "%s", tsr_error_message());

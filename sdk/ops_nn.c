@@ -7,6 +7,7 @@
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 #include "sdk_errors.h"
 
 static void release_all(int32_t count, tsr_tensor **tensors) {

@@ -6,6 +6,7 @@
 #include "autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 #include "sdk_errors.h"
 
 // Inputs one CONCAT dispatch takes: every operand slot but the output's.

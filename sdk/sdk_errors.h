@@ -3,6 +3,7 @@
 #define TESSERA_SDK_SDK_ERRORS_H_
 
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 // Sets this thread's error and |device|'s context's sticky error to the
 // printf-formatted message, and returns NULL. Thread-safe.

@@ -5,6 +5,7 @@
 #include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 // Element order of a strided tensor, walked as a row-major odometer.
 typedef struct strided_walk {

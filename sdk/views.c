@@ -4,6 +4,7 @@
 #include "autograd_rules.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 static tsr_tensor *view_make(tsr_tensor *t, int32_t rank, const int64_t *sizes,
                              const int64_t *strides, int64_t offset) {

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "io_internal.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 #define CKPT_OPTIM_PREFIX "optim."
 #define CKPT_STEP_KEY TSR_CKPT_STEP_KEY

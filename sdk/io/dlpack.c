@@ -17,6 +17,7 @@
 #include "dlpack_layout.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 typedef struct dlpack_export_ctx {
   DLManagedTensor managed;

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "io_internal.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 #include "safetensors_parse.h"
 
 // The format is little endian; so is every host Tessera builds for. A

@@ -5,6 +5,7 @@
 #include "error.h"
 #include "module_internal.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 static int is_float(tsr_dtype_t dtype) {
   return dtype == TSR_FLOAT32 || dtype == TSR_FLOAT64 || dtype == TSR_BFLOAT16 ||

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "module_internal.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 static const char *dtype_name(tsr_dtype_t dtype) {
   switch (dtype) {

@@ -5,6 +5,7 @@
 #include "../autograd_internal.h"
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 static tsr_status check_reduction(const char *what, const tsr_tensor *t,
                                   tsr_reduction_t reduction) {

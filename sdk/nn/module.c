@@ -6,6 +6,7 @@
 #include "error.h"
 #include "module_internal.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 tsr_module *tsr_module_create(const char *kind, const tsr_module_ops *ops, tsr_device *device) {
   tsr_module *module = calloc(1, sizeof(*module));

@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 enum { OPTIM_SGD = 0, OPTIM_ADAM = 1 };
 enum { OPTIM_MAX_STATES = 2 };

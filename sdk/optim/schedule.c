@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "runtime.h"
+#include "tessera/tessera.h"
 
 enum { SCHEDULE_STEP = 0, SCHEDULE_COSINE = 1 };
 
