@@ -3,10 +3,19 @@
 // cudaMalloc they save, and devices never contend with each other.
 #include "allocator.h"
 
+#include <assert.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TSR_CUDA_ALLOC_MIN 512ull
+
+// 64 bits: a process creating a stream every nanosecond needs centuries to wrap.
+static _Atomic uint64_t g_next_stream_id = 1;
+
+uint64_t tsr_cuda_stream_id_next(void) {
+  return atomic_fetch_add_explicit(&g_next_stream_id, 1, memory_order_relaxed);
+}
 
 tsr_status tsr_cuda_alloc_class_get(uint64_t bytes, uint64_t *out_size, int32_t *out_index) {
   if (bytes <= TSR_CUDA_ALLOC_MIN) {
@@ -51,7 +60,7 @@ static void tsr_cuda_block_release(tsr_cuda_allocator *allocator, tsr_cuda_block
 static int tsr_cuda_block_idle(tsr_cuda_allocator *allocator, const tsr_cuda_block *block) {
   if (block->marker != NULL)
     return allocator->backend.marker_done(allocator->backend.ctx, block->marker);
-  return block->free_stream == NULL;
+  return block->free_stream_id == 0;
 }
 
 // Caller holds the lock. With |wait| every cached block goes (after a device
@@ -85,15 +94,16 @@ void tsr_cuda_allocator_destroy(tsr_cuda_allocator *allocator) {
   pthread_mutex_destroy(&allocator->lock);
 }
 
-// Takes a cached block of class |index| usable on |stream|, or NULL.
+// Takes a cached block of class |index| usable on the stream |stream_id|
+// (0: none), or NULL.
 static tsr_cuda_block *tsr_cuda_cache_take(tsr_cuda_allocator *allocator, int32_t index,
-                                           void *stream) {
+                                           uint64_t stream_id) {
   tsr_cuda_block **link = &allocator->free_lists[index];
   tsr_cuda_block **idle = NULL;
   for (; *link != NULL; link = &(*link)->next) {
     tsr_cuda_block *block = *link;
     // Same stream: the stream itself orders the reuse after the old work.
-    if (stream != NULL && block->free_stream == stream)
+    if (stream_id != 0 && block->free_stream_id == stream_id)
       break;
     if (idle == NULL && tsr_cuda_block_idle(allocator, block))
       idle = link;
@@ -107,7 +117,7 @@ static tsr_cuda_block *tsr_cuda_cache_take(tsr_cuda_allocator *allocator, int32_
   if (block->marker != NULL)
     allocator->backend.marker_release(allocator->backend.ctx, block->marker);
   block->marker = NULL;
-  block->free_stream = NULL;
+  block->free_stream_id = 0;
   block->next = NULL;
   allocator->cached_bytes -= block->size;
   allocator->cached_blocks -= 1;
@@ -151,7 +161,8 @@ static tsr_status tsr_cuda_reserve(tsr_cuda_allocator *allocator, uint64_t size,
 }
 
 tsr_status tsr_cuda_allocator_alloc(tsr_cuda_allocator *allocator, const tsr_host_api *host,
-                                    uint64_t bytes, void *stream, tsr_cuda_block **out_block) {
+                                    uint64_t bytes, void *stream, uint64_t stream_id,
+                                    tsr_cuda_block **out_block) {
   uint64_t size = 0;
   int32_t index = 0;
   *out_block = NULL;
@@ -161,8 +172,11 @@ tsr_status tsr_cuda_allocator_alloc(tsr_cuda_allocator *allocator, const tsr_hos
                                   (unsigned long long)bytes)
                 : TSR_OUT_OF_MEMORY;
   }
+  // A stream without an id could only be matched by address.
+  (void)stream;
+  assert((stream == NULL) == (stream_id == 0));
   pthread_mutex_lock(&allocator->lock);
-  tsr_cuda_block *block = tsr_cuda_cache_take(allocator, index, stream);
+  tsr_cuda_block *block = tsr_cuda_cache_take(allocator, index, stream_id);
   tsr_status status = TSR_OK;
   if (block == NULL) {
     // A miss reaches the driver anyway; the record's malloc is noise beside it.
@@ -217,12 +231,13 @@ tsr_status tsr_cuda_allocator_alloc(tsr_cuda_allocator *allocator, const tsr_hos
 }
 
 tsr_status tsr_cuda_allocator_free(tsr_cuda_allocator *allocator, const tsr_host_api *host,
-                                   tsr_cuda_block *block, void *stream) {
+                                   tsr_cuda_block *block, void *stream, uint64_t stream_id) {
   if (!block->in_use) {
     return host ? host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
                                   "buffer_free: buffer %p was already freed", (void *)block)
                 : TSR_INVALID_ARGUMENT;
   }
+  assert((stream == NULL) == (stream_id == 0));
   void *marker = NULL;
   if (stream == NULL) {
     tsr_status status = allocator->backend.device_synchronize(allocator->backend.ctx);
@@ -233,7 +248,7 @@ tsr_status tsr_cuda_allocator_free(tsr_cuda_allocator *allocator, const tsr_host
   }
   pthread_mutex_lock(&allocator->lock);
   block->in_use = 0;
-  block->free_stream = stream;
+  block->free_stream_id = stream_id;
   block->marker = marker;
   block->next = allocator->free_lists[block->class_index];
   allocator->free_lists[block->class_index] = block;

@@ -2,12 +2,15 @@
 //
 // One allocator per device. Requests are rounded to size classes (512-byte
 // minimum, then four classes per power of two, so at most 25% is wasted) and
-// a freed block goes back to its class's free list, tagged with the stream it
-// was freed on and a completion marker recorded there. A later request on the
-// same stream takes it at once (the stream orders the reuse after the old
-// work); a request on another stream, or with no stream, takes it only when
-// the marker has completed. Nothing touches CUDA directly: memory.c supplies
-// a backend over cudaMalloc/cudaEvent, the unit tests a fake one.
+// a freed block goes back to its class's free list, tagged with the id of the
+// stream it was freed on and a completion marker recorded there. A later
+// request on the same stream takes it at once (the stream orders the reuse
+// after the old work); a request on another stream, or with no stream, takes
+// it only when the marker has completed. Streams are matched by id, never by
+// address: a stream destroyed and another created at the same address is
+// another stream, whose work the old one's does not order. Nothing touches
+// CUDA directly: memory.c supplies a backend over cudaMalloc/cudaEvent, the
+// unit tests a fake one.
 #ifndef TESSERA_PLUGINS_CUDA_ALLOCATOR_H_
 #define TESSERA_PLUGINS_CUDA_ALLOCATOR_H_
 
@@ -43,7 +46,7 @@ typedef struct tsr_cuda_block {
   uint64_t requested;  // bytes asked for by the current owner: copies stay inside
   int32_t device;
   int32_t class_index;
-  void *free_stream;  // while cached: the stream it was freed on (NULL: any)
+  uint64_t free_stream_id;  // while cached: id of the stream it was freed on (0: any)
   void *marker;       // while cached: completes when that stream's work has
   struct tsr_cuda_block *next;
   int in_use;
@@ -63,6 +66,10 @@ typedef struct tsr_cuda_allocator {
   uint64_t oom_retries;
 } tsr_cuda_allocator;
 
+// A new stream id: unique for the life of the process, never 0 (0 means "no
+// stream"). Each plugin stream takes one when it is created. Thread-safe.
+uint64_t tsr_cuda_stream_id_next(void);
+
 // Size class of a request of |bytes|: writes the class's usable size and its
 // index. TSR_OUT_OF_MEMORY for a request beyond the largest class (2^63).
 // Thread-safe.
@@ -78,17 +85,20 @@ void tsr_cuda_allocator_init(tsr_cuda_allocator *allocator, int32_t device,
 void tsr_cuda_allocator_destroy(tsr_cuda_allocator *allocator);
 
 // A block of at least |bytes| usable by work queued on |stream| (NULL: any
-// stream) after the call. On out of memory it frees the caches and retries
-// once, then returns TSR_OUT_OF_MEMORY with the figures of fragmentation in
-// the message set through |host|. The block is owned by the caller until
+// stream) after the call; |stream_id| is that stream's id
+// (tsr_cuda_stream_id_next), 0 exactly when |stream| is NULL. On out of
+// memory it frees the caches and retries once, then returns
+// TSR_OUT_OF_MEMORY with the figures of fragmentation in the message set
+// through |host|. The block is owned by the caller until
 // tsr_cuda_allocator_free. Thread-safe.
 tsr_status tsr_cuda_allocator_alloc(tsr_cuda_allocator *allocator, const tsr_host_api *host,
-                                    uint64_t bytes, void *stream, tsr_cuda_block **out_block);
-// Returns |block| to the cache, reusable by work queued on |stream| after
-// this call (NULL: after all work on the device, for which it synchronizes).
-// Thread-safe.
+                                    uint64_t bytes, void *stream, uint64_t stream_id,
+                                    tsr_cuda_block **out_block);
+// Returns |block| to the cache, reusable by work queued on |stream| (id
+// |stream_id|, as for alloc) after this call (NULL: after all work on the
+// device, for which it synchronizes). Thread-safe.
 tsr_status tsr_cuda_allocator_free(tsr_cuda_allocator *allocator, const tsr_host_api *host,
-                                   tsr_cuda_block *block, void *stream);
+                                   tsr_cuda_block *block, void *stream, uint64_t stream_id);
 // Releases every cached block whose marker has completed (all of them when
 // |wait| is set, after synchronizing the device). Thread-safe.
 tsr_status tsr_cuda_allocator_trim(tsr_cuda_allocator *allocator, int wait);

@@ -4,12 +4,15 @@
 // add and activation nodes when CONV2D fuses them), asks the engine
 // heuristics for configurations and lets engine_select.c pick one: mode A,
 // then mode B, then the fallback list, filtering by numerical notes (no
-// tensor-core engines in strict float32, no non-deterministic ones when the
+// tensor-core engines in strict float32, no down-converting ones unless the
+// math mode allows reduced precision, no non-deterministic ones when the
 // plan must be reproducible) and timing candidates under TSR_PLAN_AUTOTUNE.
-// The finalised execution plan is kept in the plan; the cuDNN handle is the
-// executing thread's (plan.c), bound to the stream at each execution. When
-// no engine takes the fused graph, the convolution runs alone and an own
-// kernel adds the bias and applies the activation.
+// The plan keeps the choice as a recipe (the signature, the engine's global
+// index and its knob choices), and each executing thread builds its own
+// execution plan from it on its own cuDNN handle (plan.c) on its first
+// execution: cuDNN execution plans are not safe to share between threads.
+// When no engine takes the fused graph, the convolution runs alone and an
+// own kernel adds the bias and applies the activation.
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +29,59 @@ enum {
   TSR_CUDA_UID_VIRTUAL = 100,  // intermediate tensors of a fused graph
 };
 
-typedef struct tsr_cuda_conv {
-  cudnnBackendDescriptor_t exec_plan;
+// Which operand each tensor uid an execution binds stands for.
+typedef struct tsr_cuda_uid_map {
   int64_t uids[4];
-  int32_t uid_operands[4];  // which operand each uid is
-  int32_t uid_count;
+  int32_t operands[4];
+  int32_t count;
+} tsr_cuda_uid_map;
+
+// What an execution plan is built from besides the graph: the engine's
+// global index and its knob choices, read from the configuration the
+// selection chose, so that every thread can build its own plan of it.
+typedef struct tsr_cuda_engine_recipe {
+  int64_t engine_id;
+  int32_t knob_count;
+  cudnnBackendKnobType_t knob_types[CUDNN_KNOB_TYPE_COUNTS];
+  int64_t knob_values[CUDNN_KNOB_TYPE_COUNTS];
+} tsr_cuda_engine_recipe;
+
+// Every descriptor of one operation graph, released together.
+typedef struct tsr_cuda_graph {
+  cudnnBackendDescriptor_t parts[16];
+  int32_t count;
+  cudnnBackendDescriptor_t graph;
+} tsr_cuda_graph;
+
+// One thread's execution plan of a convolution plan, built on that thread's
+// cuDNN handle and run only by that thread: cuDNN execution plans are not
+// safe to share between threads (PyTorch keeps them per thread for that
+// reason), and a plan points to the handle it was built with. The node owns
+// every descriptor the plan was built from, and a reference on the handle.
+typedef struct tsr_cuda_conv_thread_plan {
+  tsr_cuda_dnn_handle *dnn;
+  tsr_cuda_graph graph;
+  cudnnBackendDescriptor_t engine;
+  cudnnBackendDescriptor_t knobs[CUDNN_KNOB_TYPE_COUNTS];
+  int32_t knob_count;
+  cudnnBackendDescriptor_t config;
+  cudnnBackendDescriptor_t exec_plan;
+  struct tsr_cuda_conv_thread_plan *next;
+} tsr_cuda_conv_thread_plan;
+
+typedef struct tsr_cuda_conv {
+  // The recipe of every thread's execution plan: the signature (copied, its
+  // attributes with their defaults filled in), whether the graph is fused,
+  // and the chosen engine with its knobs.
+  tsr_op_signature signature;
+  tsr_tensor_desc inputs[TSR_MAX_OPERANDS];
+  tsr_tensor_desc outputs[TSR_MAX_OPERANDS];
+  tsr_conv2d_attrs attrs;
+  tsr_cuda_engine_recipe recipe;
+  tsr_cuda_uid_map map;
+  // The threads' execution plans: pushed lock-free on a thread's first
+  // execution, read lock-free, released with the plan.
+  _Atomic(tsr_cuda_conv_thread_plan *) thread_plans;
   int fused;         // bias and activation run inside cuDNN
   int own_bias_act;  // CONV2D: bias/activation by an own kernel afterwards
   int own_dbias;     // BACKWARD_FILTER: dbias by an own kernel
@@ -218,13 +269,6 @@ static int tsr_cuda_pointwise_mode(tsr_activation_t activation, cudnnPointwiseMo
   }
 }
 
-// Every descriptor of one operation graph, released together.
-typedef struct tsr_cuda_graph {
-  cudnnBackendDescriptor_t parts[16];
-  int32_t count;
-  cudnnBackendDescriptor_t graph;
-} tsr_cuda_graph;
-
 static void tsr_cuda_graph_release(tsr_cuda_graph *g) {
   if (g->graph != NULL)
     cudnnBackendDestroyDescriptor(g->graph);
@@ -233,9 +277,9 @@ static void tsr_cuda_graph_release(tsr_cuda_graph *g) {
 }
 
 // Builds the graph of |signature|; with |fuse|, CONV2D's bias and activation
-// become pointwise nodes. Records the uids the execution binds in |conv|.
+// become pointwise nodes. Records the uids the execution binds in |map|.
 static tsr_status tsr_cuda_graph_build(const tsr_op_signature *signature, cudnnHandle_t handle,
-                                       int fuse, tsr_cuda_conv *conv, tsr_cuda_graph *g) {
+                                       int fuse, tsr_cuda_uid_map *map, tsr_cuda_graph *g) {
   tsr_status status = TSR_OK;
   tsr_conv2d_attrs attrs_copy;
   const tsr_conv2d_attrs *attrs = tsr_cuda_conv_attrs(signature, &attrs_copy);
@@ -243,7 +287,7 @@ static tsr_status tsr_cuda_graph_build(const tsr_op_signature *signature, cudnnH
   cudnnDataType_t data = tsr_cuda_cudnn_type(dtype);
   cudnnDataType_t compute = dtype == TSR_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   memset(g, 0, sizeof(*g));
-  conv->uid_count = 0;
+  map->count = 0;
   // Operand tensors: dx/dw/y and the inputs the convolution node reads.
   cudnnBackendDescriptor_t tensors[4] = {NULL, NULL, NULL, NULL};
   int32_t n_tensors = 3;
@@ -260,8 +304,8 @@ static tsr_status tsr_cuda_graph_build(const tsr_op_signature *signature, cudnnH
       goto done;
     g->parts[g->count++] = tensors[i];
     if (!is_virtual) {
-      conv->uids[conv->uid_count] = uid;
-      conv->uid_operands[conv->uid_count++] = index;
+      map->uids[map->count] = uid;
+      map->operands[map->count++] = index;
     }
   }
   cudnnBackendDescriptor_t cdesc = NULL;
@@ -366,8 +410,8 @@ static tsr_status tsr_cuda_graph_build(const tsr_op_signature *signature, cudnnH
       if (status != TSR_OK)
         goto done;
       g->parts[g->count++] = bias_t;
-      conv->uids[conv->uid_count] = TSR_CUDA_UID_BASE + 2;
-      conv->uid_operands[conv->uid_count++] = 2;
+      map->uids[map->count] = TSR_CUDA_UID_BASE + 2;
+      map->operands[map->count++] = 2;
       int64_t sum_uid = has_act ? TSR_CUDA_UID_VIRTUAL + 1 : TSR_CUDA_UID_BASE + out_index;
       status = tsr_cuda_tensor_make(yd, sum_uid, has_act, has_act ? compute : data, &sum_t);
       if (status != TSR_OK)
@@ -399,8 +443,8 @@ static tsr_status tsr_cuda_graph_build(const tsr_op_signature *signature, cudnnH
       g->parts[g->count++] = pw_op;
       ops[n_ops++] = pw_op;
     }
-    conv->uids[conv->uid_count] = TSR_CUDA_UID_BASE + out_index;
-    conv->uid_operands[conv->uid_count++] = out_index;
+    map->uids[map->count] = TSR_CUDA_UID_BASE + out_index;
+    map->operands[map->count++] = out_index;
   }
   TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph),
             "graph create");
@@ -422,13 +466,36 @@ done:
 typedef struct tsr_cuda_cudnn_source {
   cudnnHandle_t handle;
   cudnnBackendDescriptor_t graph;
-  const tsr_cuda_conv *conv;
-  // Autotune: scratch operands and a stream to time on.
+  const tsr_cuda_uid_map *map;
+  const tsr_op_signature *signature;
+  int32_t device;
+  // Autotune, made by timing_prepare: scratch operands and a workspace from
+  // the plugin's allocator (its cap counts them, and a miss costs one
+  // cudaMalloc rather than a cudaMalloc and a synchronising cudaFree), and a
+  // stream of the plugin's own to time on (tune.stream NULL until then).
+  tsr_cuda_stream tune;
+  tsr_cuda_block *blocks[5];  // operands 0..3, then the workspace
   void *scratch[4];
   void *workspace;
   uint64_t workspace_bytes;
-  cudaStream_t stream;
+  char refusal[512];  // why the last configuration or mode was refused
 } tsr_cuda_cudnn_source;
+
+// Classifies a failed cudnnBackendFinalize of |what|: the "not supported"
+// family means this configuration or mode does not take the problem
+// (TSR_UNSUPPORTED, the reason kept in |src|); any other status is a failure
+// of its own and is reported as such, with cuDNN's words.
+static tsr_status tsr_cuda_src_refusal(tsr_cuda_cudnn_source *src, cudnnStatus_t status,
+                                       const char *what) {
+  if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED)
+    return tsr_cuda_cudnn_check(status, tsr_op_name(src->signature->op), what);
+  char last[256];
+  last[0] = '\0';
+  cudnnGetLastErrorString(last, sizeof(last));
+  snprintf(src->refusal, sizeof(src->refusal), "%s: %s (%d)%s%.255s", what,
+           cudnnGetErrorString(status), (int)status, last[0] != '\0' ? ": " : "", last);
+  return TSR_UNSUPPORTED;
+}
 
 static tsr_status tsr_cuda_src_configs_get(void *ctx, int32_t mode, void **out_configs,
                                            int32_t capacity, int32_t *out_count) {
@@ -449,8 +516,15 @@ static tsr_status tsr_cuda_src_configs_get(void *ctx, int32_t mode, void **out_c
   TSR_CUDNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
                                      &heur_mode),
             "heuristics mode");
-  if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS)
-    goto done;  // a mode that does not apply to this graph offers nothing
+  cudnnStatus_t finalized = cudnnBackendFinalize(heur);
+  if (finalized != CUDNN_STATUS_SUCCESS) {
+    // A mode that does not apply to this graph offers nothing; any other
+    // failure is reported as itself.
+    status = tsr_cuda_src_refusal(src, finalized, "heuristics finalize");
+    if (status == TSR_UNSUPPORTED)
+      status = TSR_OK;
+    goto done;
+  }
   TSR_CUDNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &available, NULL),
             "heuristics result count");
@@ -552,11 +626,64 @@ static int64_t tsr_cuda_src_engine_id_get(void *ctx, void *config) {
   return id;
 }
 
+// Reads the engine's global index and the knob choices of |config|.
+static tsr_status tsr_cuda_recipe_read(cudnnBackendDescriptor_t config,
+                                       tsr_cuda_engine_recipe *out) {
+  tsr_status status = TSR_OK;
+  cudnnBackendDescriptor_t knobs[CUDNN_KNOB_TYPE_COUNTS];
+  int32_t made = 0;
+  int64_t got = 0;
+  memset(out, 0, sizeof(*out));
+  out->engine_id = tsr_cuda_src_engine_id_get(NULL, config);
+  if (out->engine_id < 0) {
+    return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_INTERNAL,
+                                      "conv2d: the chosen engine configuration has no engine "
+                                      "index");
+  }
+  // cuDNN fills descriptors the caller made, as for heuristics results.
+  for (; made < CUDNN_KNOB_TYPE_COUNTS; ++made) {
+    TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[made]),
+              "knob choice create");
+  }
+  TSR_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, &got,
+                                     knobs),
+            "engine config knob choices");
+  if (got > CUDNN_KNOB_TYPE_COUNTS)
+    got = CUDNN_KNOB_TYPE_COUNTS;
+  for (int64_t i = 0; i < got; ++i) {
+    int64_t n = 0;
+    TSR_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                       CUDNN_TYPE_KNOB_TYPE, 1, &n, &out->knob_types[i]),
+              "knob choice type");
+    TSR_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &n, &out->knob_values[i]),
+              "knob choice value");
+  }
+  out->knob_count = (int32_t)got;
+done:
+  for (int32_t i = 0; i < made; ++i) cudnnBackendDestroyDescriptor(knobs[i]);
+  return status;
+}
+
+// A candidate as the selection sees it: the finalised execution plan (on the
+// selecting thread's handle, used for timing only) and the recipe to build
+// it again on any thread.
+typedef struct tsr_cuda_built {
+  cudnnBackendDescriptor_t exec_plan;
+  tsr_cuda_engine_recipe recipe;
+} tsr_cuda_built;
+
 static tsr_status tsr_cuda_src_plan_build(void *ctx, void *config, void **out_plan) {
   tsr_cuda_cudnn_source *src = ctx;
   cudnnBackendDescriptor_t plan = NULL;
   cudnnBackendDescriptor_t cfg = (cudnnBackendDescriptor_t)config;
   tsr_status status = TSR_OK;
+  tsr_cuda_built *built = calloc(1, sizeof(*built));
+  if (built == NULL) {
+    return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_OUT_OF_MEMORY,
+                                      "conv2d: no host memory for a candidate plan");
+  }
   TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan),
             "execution plan create");
   TSR_CUDNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
@@ -565,15 +692,21 @@ static tsr_status tsr_cuda_src_plan_build(void *ctx, void *config, void **out_pl
   TSR_CUDNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg),
             "execution plan config");
-  if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
-    cudnnBackendDestroyDescriptor(plan);
-    return TSR_UNSUPPORTED;  // this configuration does not take this problem
+  cudnnStatus_t finalized = cudnnBackendFinalize(plan);
+  if (finalized != CUDNN_STATUS_SUCCESS) {
+    status = tsr_cuda_src_refusal(src, finalized, "execution plan finalize");
+    goto done;
   }
-  *out_plan = plan;
+  status = tsr_cuda_recipe_read(cfg, &built->recipe);
+  if (status != TSR_OK)
+    goto done;
+  built->exec_plan = plan;
+  *out_plan = built;
   return TSR_OK;
 done:
   if (plan != NULL)
     cudnnBackendDestroyDescriptor(plan);
+  free(built);
   return status;
 }
 
@@ -587,19 +720,19 @@ static int64_t tsr_cuda_plan_workspace(cudnnBackendDescriptor_t plan) {
 
 // One execution of |plan| with |ptrs| bound to the graph's uids.
 static tsr_status tsr_cuda_cudnn_execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
-                                         const tsr_cuda_conv *conv, void *const *ptrs,
+                                         const tsr_cuda_uid_map *map, void *const *ptrs,
                                          void *workspace) {
   tsr_status status = TSR_OK;
   cudnnBackendDescriptor_t pack = NULL;
   void *data[4];
-  for (int32_t i = 0; i < conv->uid_count; ++i) data[i] = ptrs[conv->uid_operands[i]];
+  for (int32_t i = 0; i < map->count; ++i) data[i] = ptrs[map->operands[i]];
   TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
             "variant pack create");
   TSR_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-                                     conv->uid_count, conv->uids),
+                                     map->count, map->uids),
             "variant pack uids");
   TSR_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                     CUDNN_TYPE_VOID_PTR, conv->uid_count, data),
+                                     CUDNN_TYPE_VOID_PTR, map->count, data),
             "variant pack pointers");
   TSR_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR,
                                      1, &workspace),
@@ -614,10 +747,15 @@ done:
 
 static tsr_status tsr_cuda_src_plan_time(void *ctx, void *plan_ptr, float *out_ms) {
   tsr_cuda_cudnn_source *src = ctx;
-  cudnnBackendDescriptor_t plan = (cudnnBackendDescriptor_t)plan_ptr;
+  cudnnBackendDescriptor_t plan = ((const tsr_cuda_built *)plan_ptr)->exec_plan;
   int64_t need = tsr_cuda_plan_workspace(plan);
+  if (src->tune.stream == NULL) {
+    return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_INTERNAL,
+                                      "%s autotune: timing asked before its buffers were made",
+                                      tsr_op_name(src->signature->op));
+  }
   if (need < 0 || (uint64_t)need > src->workspace_bytes) {
-    *out_ms = 1e30f;  // needs more scratch than autotune set aside: never preferred
+    *out_ms = 1e30f;  // needs more scratch than autotune could set aside: never preferred
     return TSR_OK;
   }
   cudaEvent_t start = NULL, end = NULL;
@@ -626,15 +764,15 @@ static tsr_status tsr_cuda_src_plan_time(void *ctx, void *plan_ptr, float *out_m
     status = tsr_cuda_check(cudaEventCreate(&end), "conv2d autotune", "cudaEventCreate");
   // One warm-up, then three timed runs.
   if (status == TSR_OK)
-    status = tsr_cuda_cudnn_execute(src->handle, plan, src->conv, src->scratch, src->workspace);
+    status = tsr_cuda_cudnn_execute(src->handle, plan, src->map, src->scratch, src->workspace);
   if (status == TSR_OK)
-    status =
-        tsr_cuda_check(cudaEventRecord(start, src->stream), "conv2d autotune", "cudaEventRecord");
+    status = tsr_cuda_check(cudaEventRecord(start, src->tune.stream), "conv2d autotune",
+                            "cudaEventRecord");
   for (int i = 0; i < 3 && status == TSR_OK; ++i)
-    status = tsr_cuda_cudnn_execute(src->handle, plan, src->conv, src->scratch, src->workspace);
+    status = tsr_cuda_cudnn_execute(src->handle, plan, src->map, src->scratch, src->workspace);
   if (status == TSR_OK)
-    status =
-        tsr_cuda_check(cudaEventRecord(end, src->stream), "conv2d autotune", "cudaEventRecord");
+    status = tsr_cuda_check(cudaEventRecord(end, src->tune.stream), "conv2d autotune",
+                            "cudaEventRecord");
   if (status == TSR_OK)
     status = tsr_cuda_check(cudaEventSynchronize(end), "conv2d autotune", "cudaEventSynchronize");
   float ms = 0.0f;
@@ -651,7 +789,9 @@ static tsr_status tsr_cuda_src_plan_time(void *ctx, void *plan_ptr, float *out_m
 
 static void tsr_cuda_src_plan_release(void *ctx, void *plan) {
   (void)ctx;
-  cudnnBackendDestroyDescriptor((cudnnBackendDescriptor_t)plan);
+  tsr_cuda_built *built = plan;
+  cudnnBackendDestroyDescriptor(built->exec_plan);
+  free(built);
 }
 
 static void tsr_cuda_src_config_release(void *ctx, void *config) {
@@ -659,13 +799,38 @@ static void tsr_cuda_src_config_release(void *ctx, void *config) {
   cudnnBackendDestroyDescriptor((cudnnBackendDescriptor_t)config);
 }
 
-// Scratch operands for autotune: contents do not matter, only their sizes.
-#define TSR_CUDA_AUTOTUNE_WORKSPACE (256ull << 20)
+// last_refusal (engine_select.h): what tsr_cuda_src_refusal kept.
+static const char *tsr_cuda_src_last_refusal(void *ctx) {
+  return ((const tsr_cuda_cudnn_source *)ctx)->refusal;
+}
 
-static tsr_status tsr_cuda_autotune_scratch(const tsr_op_signature *signature,
-                                            tsr_cuda_cudnn_source *src) {
-  tsr_status status = tsr_cuda_check(cudaStreamCreateWithFlags(&src->stream, cudaStreamNonBlocking),
+// One block of at least |bytes| from the plugin's allocator, for work on the
+// autotune stream.
+static tsr_status tsr_cuda_tune_alloc(tsr_cuda_cudnn_source *src, uint64_t bytes,
+                                      tsr_cuda_block **out_block) {
+  return tsr_cuda_allocator_alloc(tsr_cuda_allocator_of(src->device), tsr_cuda_host(), bytes,
+                                  &src->tune, src->tune.id, out_block);
+}
+
+// timing_prepare (engine_select.h): a stream, scratch operands (contents do
+// not matter, only their extents) and a workspace for the largest need among
+// |plans|; when that much is not to be had, the smallest need, and the
+// candidates that need more are timed as never preferred.
+static tsr_status tsr_cuda_src_timing_prepare(void *ctx, void *const *plans, int32_t count) {
+  tsr_cuda_cudnn_source *src = ctx;
+  const tsr_op_signature *signature = src->signature;
+  cudaStream_t native = NULL;
+  tsr_status status = tsr_cuda_check(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking),
                                      "conv2d autotune", "cudaStreamCreateWithFlags");
+  if (status != TSR_OK)
+    return status;
+  // A plugin stream with an id of its own: blocks freed on it are not taken
+  // by a later stream that happens to get the same cudaStream_t address.
+  src->tune.device = src->device;
+  src->tune.owned = 1;
+  src->tune.stream = native;
+  src->tune.id = tsr_cuda_stream_id_next();
+  src->tune.error_word = NULL;  // cuDNN's kernels report no data errors
   int32_t n_ops = signature->num_inputs + signature->num_outputs;
   for (int32_t i = 0; i < n_ops && i < 4 && status == TSR_OK; ++i) {
     const tsr_tensor_desc *d = i < signature->num_inputs
@@ -678,44 +843,201 @@ static tsr_status tsr_cuda_autotune_scratch(const tsr_op_signature *signature,
       else if (extent > 0)
         extent += (uint64_t)(d->sizes[k] - 1) * (uint64_t)d->strides[k];
     }
-    status = tsr_cuda_check(cudaMalloc(&src->scratch[i], extent * tsr_dtype_size(d->dtype) + 256),
-                            "conv2d autotune", "cudaMalloc");
+    status = tsr_cuda_tune_alloc(src, extent * tsr_dtype_size(d->dtype), &src->blocks[i]);
+    if (status == TSR_OK)
+      src->scratch[i] = src->blocks[i]->ptr;
   }
-  src->workspace_bytes = TSR_CUDA_AUTOTUNE_WORKSPACE;
-  if (status == TSR_OK && cudaMalloc(&src->workspace, src->workspace_bytes) != cudaSuccess) {
-    // Less scratch: engines that need more are simply not preferred.
-    (void)cudaGetLastError();
-    src->workspace_bytes = 16ull << 20;
-    status = tsr_cuda_check(cudaMalloc(&src->workspace, src->workspace_bytes), "conv2d autotune",
-                            "cudaMalloc");
+  int64_t most = 0, least = -1;
+  for (int32_t i = 0; i < count; ++i) {
+    int64_t need = tsr_cuda_plan_workspace(((const tsr_cuda_built *)plans[i])->exec_plan);
+    if (need > most)
+      most = need;
+    if (need >= 0 && (least < 0 || need < least))
+      least = need;
   }
-  if (status == TSR_OK)
-    status = tsr_cuda_cudnn_check(cudnnSetStream(src->handle, src->stream), "conv2d autotune",
+  if (status == TSR_OK && most > 0) {
+    status = tsr_cuda_tune_alloc(src, (uint64_t)most, &src->blocks[4]);
+    if (status == TSR_OUT_OF_MEMORY && least >= 0 && least < most) {
+      status = least > 0 ? tsr_cuda_tune_alloc(src, (uint64_t)least, &src->blocks[4]) : TSR_OK;
+      most = least;
+    }
+    if (status == TSR_OK && src->blocks[4] != NULL)
+      src->workspace = src->blocks[4]->ptr;
+  }
+  if (status == TSR_OK) {
+    src->workspace_bytes = (uint64_t)most;
+    status = tsr_cuda_cudnn_check(cudnnSetStream(src->handle, native), "conv2d autotune",
                                   "cudnnSetStream");
+  }
   return status;
 }
 
+// Gives back what timing_prepare made. The handle is bound to the legacy
+// default stream again first: it must not stay bound to a destroyed stream.
+// The blocks go back to the cache stream-ordered (no device sync); the
+// stream is destroyed once its queued work is done (cudaStreamDestroy does
+// not wait).
 static void tsr_cuda_autotune_release(tsr_cuda_cudnn_source *src) {
-  for (int i = 0; i < 4; ++i) {
-    if (src->scratch[i] != NULL)
-      cudaFree(src->scratch[i]);
+  if (src->tune.stream == NULL)
+    return;
+  (void)cudnnSetStream(src->handle, NULL);
+  for (int i = 0; i < 5; ++i) {
+    if (src->blocks[i] != NULL) {
+      (void)tsr_cuda_allocator_free(tsr_cuda_allocator_of(src->device), tsr_cuda_host(),
+                                    src->blocks[i], &src->tune, src->tune.id);
+    }
+    src->blocks[i] = NULL;
   }
-  if (src->workspace != NULL)
-    cudaFree(src->workspace);
-  if (src->stream != NULL)
-    cudaStreamDestroy(src->stream);
+  (void)cudaStreamDestroy(src->tune.stream);
+  (void)cudaGetLastError();
+  src->tune.stream = NULL;
 }
 
 // --- plans ---------------------------------------------------------------------
 
+// Destroys |node|'s descriptors, then drops its reference on the handle.
+static void tsr_cuda_thread_plan_free(tsr_cuda_conv_thread_plan *node) {
+  if (node->exec_plan != NULL)
+    cudnnBackendDestroyDescriptor(node->exec_plan);
+  if (node->config != NULL)
+    cudnnBackendDestroyDescriptor(node->config);
+  for (int32_t i = 0; i < node->knob_count; ++i) cudnnBackendDestroyDescriptor(node->knobs[i]);
+  if (node->engine != NULL)
+    cudnnBackendDestroyDescriptor(node->engine);
+  tsr_cuda_graph_release(&node->graph);
+  // Last: the descriptors above point to the handle.
+  if (node->dnn != NULL)
+    tsr_cuda_dnn_handle_release(node->dnn);
+  free(node);
+}
+
+// Builds on |dnn| the execution plan |conv|'s recipe describes: its graph,
+// the engine by global index, the knob choices, the configuration and the
+// plan, all owned by the returned node, which holds a reference on |dnn|.
+static tsr_status tsr_cuda_thread_plan_build(const tsr_cuda_conv *conv, tsr_cuda_dnn_handle *dnn,
+                                             tsr_cuda_conv_thread_plan **out_node) {
+  const char *op = tsr_op_name(conv->signature.op);
+  const tsr_cuda_engine_recipe *r = &conv->recipe;
+  tsr_cuda_conv_thread_plan *node = calloc(1, sizeof(*node));
+  if (node == NULL) {
+    return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_OUT_OF_MEMORY,
+                                      "%s: no host memory for this thread's execution plan", op);
+  }
+  tsr_cuda_uid_map map;
+  tsr_status status =
+      tsr_cuda_graph_build(&conv->signature, dnn->handle, conv->fused, &map, &node->graph);
+  if (status != TSR_OK)
+    goto done;
+  if (map.count != conv->map.count ||
+      memcmp(map.uids, conv->map.uids, sizeof(map.uids[0]) * (size_t)map.count) != 0) {
+    status = tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_INTERNAL,
+                                        "%s: the graph built again binds other tensors", op);
+    goto done;
+  }
+  TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &node->engine),
+            "engine create");
+  TSR_CUDNN(cudnnBackendSetAttribute(node->engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &node->graph.graph),
+            "engine graph");
+  TSR_CUDNN(cudnnBackendSetAttribute(node->engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                     CUDNN_TYPE_INT64, 1, &r->engine_id),
+            "engine global index");
+  TSR_CUDNN(cudnnBackendFinalize(node->engine), "engine finalize");
+  for (int32_t i = 0; i < r->knob_count; ++i) {
+    TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &node->knobs[i]),
+              "knob choice create");
+    node->knob_count = i + 1;
+    TSR_CUDNN(cudnnBackendSetAttribute(node->knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                       CUDNN_TYPE_KNOB_TYPE, 1, &r->knob_types[i]),
+              "knob choice type");
+    TSR_CUDNN(cudnnBackendSetAttribute(node->knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &r->knob_values[i]),
+              "knob choice value");
+    TSR_CUDNN(cudnnBackendFinalize(node->knobs[i]), "knob choice finalize");
+  }
+  TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &node->config),
+            "engine config create");
+  TSR_CUDNN(cudnnBackendSetAttribute(node->config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &node->engine),
+            "engine config engine");
+  if (node->knob_count > 0) {
+    TSR_CUDNN(cudnnBackendSetAttribute(node->config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, node->knob_count,
+                                       node->knobs),
+              "engine config knob choices");
+  }
+  TSR_CUDNN(cudnnBackendFinalize(node->config), "engine config finalize");
+  TSR_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &node->exec_plan),
+            "execution plan create");
+  TSR_CUDNN(cudnnBackendSetAttribute(node->exec_plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                     CUDNN_TYPE_HANDLE, 1, &dnn->handle),
+            "execution plan handle");
+  TSR_CUDNN(cudnnBackendSetAttribute(node->exec_plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &node->config),
+            "execution plan config");
+  TSR_CUDNN(cudnnBackendFinalize(node->exec_plan), "execution plan finalize");
+  tsr_cuda_dnn_handle_retain(dnn);
+  node->dnn = dnn;
+  *out_node = node;
+  return TSR_OK;
+done:
+  tsr_cuda_thread_plan_free(node);
+  return status;
+}
+
+// Publishes |node| to every thread's lookups.
+static void tsr_cuda_thread_plan_push(tsr_cuda_conv *conv, tsr_cuda_conv_thread_plan *node) {
+  tsr_cuda_conv_thread_plan *head = atomic_load_explicit(&conv->thread_plans, memory_order_relaxed);
+  do {
+    node->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&conv->thread_plans, &head, node,
+                                                  memory_order_release, memory_order_relaxed));
+}
+
+// The execution plan of |conv| on |dnn|, the calling thread's handle: found
+// without a lock or an allocation, or built on the thread's first execution
+// (a handle is one thread's, so no two threads build for the same one).
+static tsr_status tsr_cuda_thread_plan_get(const tsr_cuda_plan *plan, tsr_cuda_conv *conv,
+                                           tsr_cuda_dnn_handle *dnn,
+                                           cudnnBackendDescriptor_t *out_exec_plan) {
+  for (tsr_cuda_conv_thread_plan *node =
+           atomic_load_explicit(&conv->thread_plans, memory_order_acquire);
+       node != NULL; node = node->next) {
+    if (node->dnn == dnn) {
+      *out_exec_plan = node->exec_plan;
+      return TSR_OK;
+    }
+  }
+  tsr_cuda_conv_thread_plan *node = NULL;
+  tsr_status status = tsr_cuda_thread_plan_build(conv, dnn, &node);
+  if (status != TSR_OK)
+    return status;
+  // The core sized the workspace by the plan's report.
+  int64_t need = tsr_cuda_plan_workspace(node->exec_plan);
+  if (need < 0 || (uint64_t)need > plan->workspace_bytes) {
+    tsr_cuda_thread_plan_free(node);
+    return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_INTERNAL,
+                                      "%s: this thread's execution plan needs %lld bytes of "
+                                      "workspace, more than the plan's %llu",
+                                      tsr_op_name(plan->op), (long long)need,
+                                      (unsigned long long)plan->workspace_bytes);
+  }
+  tsr_cuda_thread_plan_push(conv, node);
+  *out_exec_plan = node->exec_plan;
+  return TSR_OK;
+}
+
 static tsr_status tsr_cuda_conv_run(const tsr_cuda_plan *plan, const tsr_cuda_exec *exec) {
-  const tsr_cuda_conv *conv = plan->impl;
-  cudnnHandle_t handle = NULL;
-  tsr_status status = tsr_cuda_cudnn_handle_get(plan->device, exec->stream->stream, &handle);
+  tsr_cuda_conv *conv = plan->impl;
+  tsr_cuda_dnn_handle *dnn = NULL;
+  tsr_status status = tsr_cuda_dnn_handle_get(plan->device, exec->stream->stream, &dnn);
+  cudnnBackendDescriptor_t exec_plan = NULL;
+  if (status == TSR_OK)
+    status = tsr_cuda_thread_plan_get(plan, conv, dnn, &exec_plan);
   if (status != TSR_OK)
     return status;
   int32_t out_index = plan->num_inputs;
-  status = tsr_cuda_cudnn_execute(handle, conv->exec_plan, conv, exec->ptrs, exec->workspace);
+  status = tsr_cuda_cudnn_execute(dnn->handle, exec_plan, &conv->map, exec->ptrs, exec->workspace);
   if (status != TSR_OK)
     return status;
   if (conv->own_bias_act) {
@@ -733,8 +1055,14 @@ static tsr_status tsr_cuda_conv_run(const tsr_cuda_plan *plan, const tsr_cuda_ex
 
 static void tsr_cuda_conv_free(tsr_cuda_plan *plan) {
   tsr_cuda_conv *conv = plan->impl;
-  if (conv != NULL && conv->exec_plan != NULL)
-    cudnnBackendDestroyDescriptor(conv->exec_plan);
+  if (conv != NULL) {
+    tsr_cuda_conv_thread_plan *node = atomic_load(&conv->thread_plans);
+    while (node != NULL) {
+      tsr_cuda_conv_thread_plan *next = node->next;
+      tsr_cuda_thread_plan_free(node);
+      node = next;
+    }
+  }
   free(conv);
   plan->impl = NULL;
 }
@@ -743,34 +1071,35 @@ static tsr_status tsr_cuda_conv_select(const tsr_op_signature *signature, cudnnH
                                        int fuse, tsr_cuda_conv *conv,
                                        tsr_cuda_engine_choice *out_choice, int *out_from_pin) {
   tsr_cuda_graph graph;
-  tsr_status status = tsr_cuda_graph_build(signature, handle, fuse, conv, &graph);
+  tsr_status status = tsr_cuda_graph_build(signature, handle, fuse, &conv->map, &graph);
   if (status != TSR_OK)
     return status;
   tsr_cuda_cudnn_source src;
   memset(&src, 0, sizeof(src));
   src.handle = handle;
   src.graph = graph.graph;
-  src.conv = conv;
+  src.map = &conv->map;
+  src.signature = signature;
+  src.device = signature->device;
   tsr_cuda_engine_source source = {&src,
                                    tsr_cuda_src_configs_get,
                                    tsr_cuda_src_notes_get,
                                    tsr_cuda_src_engine_id_get,
                                    tsr_cuda_src_plan_build,
+                                   tsr_cuda_src_timing_prepare,
                                    tsr_cuda_src_plan_time,
                                    tsr_cuda_src_plan_release,
-                                   tsr_cuda_src_config_release};
-  tsr_dtype_t dtype = signature->outputs[0].dtype;
-  int strict_fp32 = dtype == TSR_FLOAT32 && signature->math_mode == TSR_MATH_STRICT;
+                                   tsr_cuda_src_config_release,
+                                   tsr_cuda_src_last_refusal};
   int deterministic = (signature->flags & TSR_PLAN_REQUIRE_DETERMINISM) != 0;
   tsr_cuda_engine_policy policy = {
-      .forbidden_notes = tsr_cuda_engine_notes_forbidden(strict_fp32, deterministic),
+      .forbidden_notes = tsr_cuda_engine_notes_forbidden(signature->outputs[0].dtype,
+                                                         signature->math_mode, deterministic),
       .autotune = (signature->flags & TSR_PLAN_AUTOTUNE) != 0,
       .autotune_limit = 8,
       .pinned_mode = -1,
       .pinned_rank = -1,
   };
-  if (signature->math_mode != TSR_MATH_ALLOW_REDUCED)
-    policy.forbidden_notes |= TSR_CUDA_NOTE_REDUCED_PRECISION_REDUCTION;
   tsr_cuda_plan_key key;
   int keyed = 0;
   *out_from_pin = 0;
@@ -780,12 +1109,12 @@ static tsr_status tsr_cuda_conv_select(const tsr_op_signature *signature, cudnnH
     // The fused and the unfused graph are different problems.
     key.words[0] ^= (uint64_t)fuse << 63;
     tsr_cuda_engine_pin pin;
+    // No buffers yet: the selection asks for them (timing_prepare) only if
+    // it comes to time something, the pin failing to build included.
     if (keyed && tsr_cuda_pin_cache_lookup(&g_pins, &key, &pin)) {
       policy.pinned_mode = pin.mode;
       policy.pinned_rank = pin.rank;
       *out_from_pin = 1;
-    } else {
-      status = tsr_cuda_autotune_scratch(signature, &src);
     }
   }
   if (status == TSR_OK) {
@@ -811,8 +1140,18 @@ tsr_status tsr_cuda_conv_plan_init(const tsr_op_signature *signature, tsr_cuda_p
   plan->impl = conv;
   plan->free_impl = tsr_cuda_conv_free;
   plan->run = tsr_cuda_conv_run;
-  tsr_conv2d_attrs attrs_copy;
-  const tsr_conv2d_attrs *attrs = tsr_cuda_conv_attrs(signature, &attrs_copy);
+  atomic_init(&conv->thread_plans, NULL);
+  const tsr_conv2d_attrs *attrs = tsr_cuda_conv_attrs(signature, &conv->attrs);
+  // The recipe's own copy of the signature: other threads build from it
+  // after plan_create has returned and the caller's signature is gone.
+  conv->signature = *signature;
+  memcpy(conv->inputs, signature->inputs,
+         sizeof(conv->inputs[0]) * (size_t)signature->num_inputs);
+  memcpy(conv->outputs, signature->outputs,
+         sizeof(conv->outputs[0]) * (size_t)signature->num_outputs);
+  conv->signature.inputs = conv->inputs;
+  conv->signature.outputs = conv->outputs;
+  conv->signature.attrs = &conv->attrs;
   const tsr_tensor_desc *out = &signature->outputs[0];
   conv->dtype = out->dtype;
   conv->activation = attrs->activation;
@@ -836,10 +1175,11 @@ tsr_status tsr_cuda_conv_plan_init(const tsr_op_signature *signature, tsr_cuda_p
       }
     }
   }
-  cudnnHandle_t handle = NULL;
-  tsr_status status = tsr_cuda_cudnn_handle_get(plan->device, NULL, &handle);
+  tsr_cuda_dnn_handle *dnn = NULL;
+  tsr_status status = tsr_cuda_dnn_handle_get(plan->device, NULL, &dnn);
   if (status != TSR_OK)
     return status;
+  cudnnHandle_t handle = dnn->handle;
   int wants_fusion = signature->op == TSR_OP_CONV2D &&
                      (attrs->has_bias || attrs->activation != TSR_ACTIVATION_NONE);
   tsr_cuda_engine_choice choice;
@@ -859,8 +1199,18 @@ tsr_status tsr_cuda_conv_plan_init(const tsr_op_signature *signature, tsr_cuda_p
   }
   if (status != TSR_OK)
     return status;
-  conv->exec_plan = (cudnnBackendDescriptor_t)choice.plan;
-  int64_t workspace = tsr_cuda_plan_workspace(conv->exec_plan);
+  // The selection's plan served the choice (and the timing) only: every
+  // thread, this one included, runs a plan of its own built from the recipe,
+  // which this first build also proves.
+  tsr_cuda_built *built = choice.plan;
+  conv->recipe = built->recipe;
+  tsr_cuda_src_plan_release(NULL, built);
+  tsr_cuda_conv_thread_plan *node = NULL;
+  status = tsr_cuda_thread_plan_build(conv, dnn, &node);
+  if (status != TSR_OK)
+    return status;
+  int64_t workspace = tsr_cuda_plan_workspace(node->exec_plan);
+  tsr_cuda_thread_plan_push(conv, node);
   plan->workspace_bytes = workspace > 0 ? (uint64_t)workspace : 0;
   plan->info_flags =
       (choice.notes & TSR_CUDA_NOTE_NONDETERMINISTIC) ? 0 : TSR_PLAN_INFO_DETERMINISTIC;

@@ -4,13 +4,17 @@
 // plan_create runs ref's validation first (INVALID_ARGUMENT worded as on
 // every backend) and keeps ref's validated plan for the operand shapes; then
 // the op's family builder (matmul.c, conv.c, own_ops.c) picks the engine. A
-// plan holds no mutable state and no library handle: cuBLASLt and cuDNN
-// handles are per (thread, device), so one plan runs from many threads.
+// plan's choice is immutable and it borrows no thread's library handle:
+// cuBLASLt and cuDNN handles are per (thread, device), and a convolution
+// builds one cuDNN execution plan per executing thread on that thread's
+// handle (cuDNN plans are not safe to share between threads), a cache the
+// plan owns. So one plan runs from many threads.
 #ifndef TESSERA_PLUGINS_CUDA_CUDA_PLAN_H_
 #define TESSERA_PLUGINS_CUDA_CUDA_PLAN_H_
 
 #include <cublasLt.h>
 #include <cudnn_graph.h>
+#include <stdatomic.h>
 
 #include "cuda_plugin.h"
 #include "tessera/abi.h"
@@ -72,13 +76,34 @@ tsr_status tsr_cuda_own_plan_init(const tsr_op_signature *signature, tsr_cuda_pl
 // Drops conv.c's process-wide state (the autotune pin cache). Not thread-safe.
 void tsr_cuda_conv_shutdown(void);
 
-// The calling thread's cuBLASLt / cuDNN handle for |device|, made on first
-// use; the cuDNN handle is bound to |stream| on each call. Owned by the
-// plugin until the thread exits or the plugin shuts down. Thread-safe.
+// The calling thread's cuBLASLt handle for |device|, made on first use. Owned
+// by the plugin until the thread exits or the plugin shuts down. Thread-safe.
 tsr_status tsr_cuda_cublaslt_handle_get(int32_t device, cublasLtHandle_t *out_handle);
-tsr_status tsr_cuda_cudnn_handle_get(int32_t device, cudaStream_t stream,
-                                     cudnnHandle_t *out_handle);
-// Destroys every handle made so far. Not thread-safe: no op may be running.
+
+// A cuDNN handle of one (thread, device), shared by reference count: its
+// thread holds one reference until it exits (or the plugin shuts down), and
+// every execution plan built on the handle holds one, because cuDNN plans
+// keep pointing at the handle they were built with. The last release
+// destroys it.
+typedef struct tsr_cuda_dnn_handle {
+  cudnnHandle_t handle;
+  int32_t device;
+  _Atomic int32_t refs;
+} tsr_cuda_dnn_handle;
+
+// The calling thread's cuDNN handle for |device|, made on first use and bound
+// to |stream| (NULL: the legacy default stream) on every call, so it never
+// stays bound to a stream that has gone. Borrowed: valid while the thread
+// runs; retain it to keep it longer. Thread-safe.
+tsr_status tsr_cuda_dnn_handle_get(int32_t device, cudaStream_t stream,
+                                   tsr_cuda_dnn_handle **out_handle);
+// Takes one more reference on |handle|. Thread-safe.
+void tsr_cuda_dnn_handle_retain(tsr_cuda_dnn_handle *handle);
+// Drops one reference on |handle|; the last destroys it (cudnnDestroy, which
+// waits for the device). Thread-safe.
+void tsr_cuda_dnn_handle_release(tsr_cuda_dnn_handle *handle);
+// Drops every thread's handles (a cuDNN handle lives on while plans still
+// use it). Not thread-safe: no op may be running.
 void tsr_cuda_handles_shutdown(void);
 
 // Maps a cuBLASLt / cuDNN status to a Tessera status with a message naming

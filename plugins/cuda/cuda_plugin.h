@@ -11,6 +11,7 @@
 #define TESSERA_PLUGINS_CUDA_CUDA_PLUGIN_H_
 
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "allocator.h"
@@ -23,7 +24,15 @@ typedef struct tsr_cuda_stream {
   int32_t device;
   int owned;  // 0: imported; the application destroys the cudaStream_t
   cudaStream_t stream;
+  uint64_t id;  // unique for the process's life: the allocator matches streams by it
   int *error_word;  // device memory, TSR_CUDA_KERNEL_ERROR_*
+  // Set when a kernel that may write |error_word| is queued; synchronize and
+  // query copy the word back only then, not on every call.
+  _Atomic int error_word_armed;
+  // cuBLASLt's workspace for matmuls queued on this stream (matmul.c): from
+  // the plugin's allocator on first use, freed with the stream. One per
+  // stream, since the stream orders the matmuls that share it.
+  _Atomic(tsr_cuda_block *) lt_workspace;
 } tsr_cuda_stream;
 
 typedef struct tsr_cuda_event {
@@ -47,8 +56,25 @@ tsr_cuda_allocator *tsr_cuda_allocator_of(int32_t device);
 // device), device lost (a sticky error: the context is unusable), else
 // internal. Clears cudart's non-sticky last error. Thread-safe.
 tsr_status tsr_cuda_check(cudaError_t error, const char *function, const char *call);
-// Makes |device| current on the calling thread. Thread-safe.
-tsr_status tsr_cuda_device_set(int32_t device, const char *function);
+// The calling thread's current device as an entry found it, so that the
+// entry can put it back: an application's own CUDA code on the same thread
+// must not find another device current after a call into Tessera.
+typedef struct tsr_cuda_device_scope {
+  int previous;  // the device that was current
+  int switched;  // 1 when tsr_cuda_device_enter changed it
+} tsr_cuda_device_scope;
+
+// Makes |device| current on the calling thread (only when it is not already)
+// and records what was. Pair every TSR_OK with tsr_cuda_device_leave. On
+// failure the message names |function|. Thread-safe.
+tsr_status tsr_cuda_device_enter(int32_t device, const char *function,
+                                 tsr_cuda_device_scope *out_scope);
+// Makes the device |scope| recorded current again. It skips that only when
+// the device's primary context is known to be inactive, because cudaSetDevice
+// would create one (hundreds of MiB on a GPU nobody uses); that is what a
+// thread that never chose a device (device 0 by default) looks like.
+// Thread-safe.
+void tsr_cuda_device_leave(const tsr_cuda_device_scope *scope);
 // Checks |device| is in [0, count): TSR_INVALID_ARGUMENT naming |function|.
 tsr_status tsr_cuda_device_check(int32_t device, const char *function);
 
@@ -73,6 +99,10 @@ tsr_status tsr_cuda_copy_device_to_device(tsr_plugin_stream *stream, tsr_plugin_
 void tsr_cuda_memory_init(int32_t device_count);
 // Releases the cached memory of every device. Not thread-safe.
 void tsr_cuda_memory_shutdown(void);
+
+// |stream|'s error word, for a kernel that may report a data error in it;
+// the next synchronize or query reads it back. Thread-safe.
+int *tsr_cuda_stream_error_word(tsr_cuda_stream *stream);
 
 tsr_status tsr_cuda_stream_create(int32_t device, uint32_t flags, tsr_plugin_stream **out_stream);
 tsr_status tsr_cuda_stream_destroy(tsr_plugin_stream *stream);

@@ -17,11 +17,16 @@ const char *tsr_cuda_heur_mode_name(int32_t mode) {
   }
 }
 
-uint32_t tsr_cuda_engine_notes_forbidden(int strict_fp32, int require_determinism) {
+uint32_t tsr_cuda_engine_notes_forbidden(tsr_dtype_t dtype, tsr_math_mode_t math_mode,
+                                         int require_determinism) {
   uint32_t notes = 0;
-  if (strict_fp32) {
-    notes |= TSR_CUDA_NOTE_TENSOR_CORE | TSR_CUDA_NOTE_DOWN_CONVERT_INPUTS |
-             TSR_CUDA_NOTE_REDUCED_PRECISION_REDUCTION;
+  // TF32 rounds float32 inputs to 10 mantissa bits with float32 accumulation:
+  // what ALLOW_TF32 permits. Down-converting engines go further (float16 or
+  // bfloat16 inputs), which only ALLOW_REDUCED permits.
+  if (math_mode != TSR_MATH_ALLOW_REDUCED) {
+    notes |= TSR_CUDA_NOTE_DOWN_CONVERT_INPUTS | TSR_CUDA_NOTE_REDUCED_PRECISION_REDUCTION;
+    if (dtype == TSR_FLOAT32 && math_mode != TSR_MATH_ALLOW_TF32)
+      notes |= TSR_CUDA_NOTE_TENSOR_CORE;
   }
   if (require_determinism)
     notes |= TSR_CUDA_NOTE_NONDETERMINISTIC;
@@ -141,6 +146,11 @@ tsr_status tsr_cuda_engine_select(const tsr_cuda_engine_source *source,
     float best_ms = -1.0f;
     int32_t timed = 0;
     if (policy->autotune) {
+      // Buffers first, whatever led here: a pinned choice that no longer
+      // builds reaches this loop without any having been made.
+      void *plans[TSR_CUDA_ENGINE_MAX_CANDIDATES];
+      for (int32_t i = 0; i < count; ++i) plans[i] = found[i].plan;
+      status = source->timing_prepare(source->ctx, plans, count);
       for (int32_t i = 0; i < count && status == TSR_OK; ++i) {
         float ms = 0.0f;
         status = source->plan_time(source->ctx, found[i].plan, &ms);
@@ -165,12 +175,13 @@ tsr_status tsr_cuda_engine_select(const tsr_cuda_engine_source *source,
   }
   if (host == NULL)
     return TSR_UNSUPPORTED;
+  const char *refusal = source->last_refusal != NULL ? source->last_refusal(source->ctx) : "";
   return host->error_set(
       host->ctx, TSR_UNSUPPORTED,
       "%s: no cuDNN engine fits: heuristics A offered %d (%d filtered by math mode or "
       "determinism, %d did not finalise), B offered %d (%d filtered, %d did not finalise), "
-      "fallback offered %d (%d filtered, %d did not finalise)",
+      "fallback offered %d (%d filtered, %d did not finalise)%s%s",
       op_name, tally[0].offered, tally[0].filtered, tally[0].not_finalised, tally[1].offered,
       tally[1].filtered, tally[1].not_finalised, tally[2].offered, tally[2].filtered,
-      tally[2].not_finalised);
+      tally[2].not_finalised, refusal[0] != '\0' ? "; last refusal: " : "", refusal);
 }

@@ -18,7 +18,10 @@
 #include "matmul_layout.h"
 
 // The most workspace a heuristic may ask for: split-K and stream-K kernels
-// want a few MiB, and the core allocates it per execution.
+// want a few MiB. Each stream keeps one workspace of this size for all its
+// matmuls (the stream orders them), taken from the plugin's allocator on its
+// first matmul that needs one, rather than the core allocating it per
+// execution.
 #define TSR_CUDA_MATMUL_MAX_WORKSPACE (32ull << 20)
 
 typedef struct tsr_cuda_matmul {
@@ -33,8 +36,10 @@ typedef struct tsr_cuda_matmul {
   cublasLtEpilogue_t epilogue;
   tsr_activation_t post_activation;  // applied by an own kernel; NONE when fused
   tsr_dtype_t dtype;
+  uint64_t workspace_bytes;  // the algorithm's need, served by the stream's workspace
   int has_bias;
   int empty;  // nothing to compute (M, N or the batch is 0)
+  tsr_cuda_matmul_alignment alignment;  // what the heuristics were told
   int64_t out_count;
   double alpha64, beta64;
   float alpha32, beta32;
@@ -124,6 +129,9 @@ static tsr_status tsr_cuda_matmul_shape(const tsr_op_signature *signature, tsr_c
     m->epilogue =
         relu ? CUBLASLT_EPILOGUE_RELU : (gelu ? CUBLASLT_EPILOGUE_GELU : CUBLASLT_EPILOGUE_DEFAULT);
   }
+  tsr_cuda_matmul_alignment_get(&signature->inputs[0], &signature->inputs[1],
+                                attrs->has_bias ? &signature->inputs[2] : NULL, out, &l,
+                                &m->alignment);
   m->alpha64 = attrs->alpha;
   m->beta64 = attrs->beta;
   m->alpha32 = (float)attrs->alpha;
@@ -159,6 +167,29 @@ static tsr_status tsr_cuda_matmul_desc(const tsr_cuda_matmul *m, const void *bia
   return tsr_cuda_cublas_check(cs, "matmul", "cublasLtMatmulDescSetAttribute");
 }
 
+// |stream|'s cuBLASLt workspace, made on the stream's first matmul that needs
+// one. Two threads racing on one stream both allocate; one block is kept.
+static tsr_status tsr_cuda_matmul_workspace(tsr_cuda_stream *stream, void **out_ptr) {
+  tsr_cuda_block *workspace = atomic_load_explicit(&stream->lt_workspace, memory_order_acquire);
+  if (workspace == NULL) {
+    tsr_cuda_allocator *allocator = tsr_cuda_allocator_of(stream->device);
+    tsr_cuda_block *made = NULL;
+    tsr_status status = tsr_cuda_allocator_alloc(allocator, tsr_cuda_host(),
+                                                 TSR_CUDA_MATMUL_MAX_WORKSPACE, stream, stream->id,
+                                                 &made);
+    if (status != TSR_OK)
+      return status;
+    if (atomic_compare_exchange_strong_explicit(&stream->lt_workspace, &workspace, made,
+                                                memory_order_acq_rel, memory_order_acquire)) {
+      workspace = made;
+    } else {
+      (void)tsr_cuda_allocator_free(allocator, tsr_cuda_host(), made, stream, stream->id);
+    }
+  }
+  *out_ptr = workspace->ptr;
+  return TSR_OK;
+}
+
 static tsr_status tsr_cuda_matmul_run(const tsr_cuda_plan *plan, const tsr_cuda_exec *exec) {
   const tsr_cuda_matmul *m = plan->impl;
   if (m->empty)
@@ -176,12 +207,18 @@ static tsr_status tsr_cuda_matmul_run(const tsr_cuda_plan *plan, const tsr_cuda_
   const void *alpha = f64 ? (const void *)&m->alpha64 : (const void *)&m->alpha32;
   const void *beta = f64 ? (const void *)&m->beta64 : (const void *)&m->beta32;
   void *out = exec->ptrs[out_index];
+  void *workspace = NULL;
+  if (m->workspace_bytes > 0) {
+    status = tsr_cuda_matmul_workspace(exec->stream, &workspace);
+    if (status != TSR_OK)
+      return status;
+  }
   status = tsr_cuda_cublas_check(
       cublasLtMatmul(handle, &desc, alpha, exec->ptrs[1], (cublasLtMatrixLayout_t)&m->layout_a,
                      exec->ptrs[0], (cublasLtMatrixLayout_t)&m->layout_b, beta, out,
                      (cublasLtMatrixLayout_t)&m->layout_d, out,
-                     (cublasLtMatrixLayout_t)&m->layout_d, &m->algo, exec->workspace,
-                     (size_t)plan->workspace_bytes, exec->stream->stream),
+                     (cublasLtMatrixLayout_t)&m->layout_d, &m->algo, workspace,
+                     (size_t)m->workspace_bytes, exec->stream->stream),
       "matmul", "cublasLtMatmul");
   if (status == TSR_OK && m->post_activation != TSR_ACTIVATION_NONE) {
     status = tsr_cuda_activation_apply(m->post_activation, m->dtype, out, m->out_count,
@@ -230,8 +267,11 @@ tsr_status tsr_cuda_matmul_plan_init(const tsr_op_signature *signature, tsr_cuda
   status = tsr_cuda_cublaslt_handle_get(plan->device, &handle);
   if (status != TSR_OK)
     return status;
+  // The bias pointer is read for its alignment only (cublasLt.h): a stand-in
+  // with exactly the promised alignment, since NULL reads as perfectly aligned.
   cublasLtMatmulDescOpaque_t desc;
-  status = tsr_cuda_matmul_desc(m, NULL, &desc);
+  status = tsr_cuda_matmul_desc(
+      m, m->has_bias ? tsr_cuda_matmul_bias_standin(m->alignment.bias) : NULL, &desc);
   if (status != TSR_OK)
     return status;
   cublasLtMatmulPreferenceOpaque_t pref;
@@ -240,16 +280,16 @@ tsr_status tsr_cuda_matmul_plan_init(const tsr_op_signature *signature, tsr_cuda
   if (cs == CUBLAS_STATUS_SUCCESS)
     cs = cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                               &max_workspace, sizeof(max_workspace));
-  // The alignment the signature promises, so the heuristics never pick a
-  // kernel that needs more than an execution is guaranteed.
+  // The alignment the plan promises (matmul_layout.c), so the heuristics
+  // never pick a kernel that needs more than an execution is guaranteed. The
+  // default of these preferences is 256 bytes, more than a slice may have.
   const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  const tsr_tensor_desc *align_of[4] = {&signature->inputs[1], &signature->inputs[0],
-                                        &signature->outputs[0], &signature->outputs[0]};
+  const uint32_t align_of[4] = {m->alignment.a, m->alignment.b, m->alignment.c, m->alignment.d};
   for (int i = 0; i < 4 && cs == CUBLAS_STATUS_SUCCESS; ++i) {
-    uint32_t alignment = align_of[i]->alignment == 0 ? 1 : align_of[i]->alignment;
-    cs = cublasLtMatmulPreferenceSetAttribute(&pref, align_attr[i], &alignment, sizeof(alignment));
+    cs = cublasLtMatmulPreferenceSetAttribute(&pref, align_attr[i], &align_of[i],
+                                              sizeof(align_of[i]));
   }
   if (cs != CUBLAS_STATUS_SUCCESS)
     return tsr_cuda_cublas_check(cs, "matmul", "cublasLtMatmulPreferenceSetAttribute");
@@ -277,7 +317,8 @@ tsr_status tsr_cuda_matmul_plan_init(const tsr_op_signature *signature, tsr_cuda
                                       found);
   }
   m->algo = results[chosen].algo;
-  plan->workspace_bytes = results[chosen].workspaceSize;
+  m->workspace_bytes = results[chosen].workspaceSize;
+  plan->workspace_bytes = 0;  // the stream's workspace serves it
   int algo_id = 0;
   size_t written = 0;
   (void)cublasLtMatmulAlgoConfigGetAttribute(&m->algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id,

@@ -128,3 +128,46 @@ tsr_status tsr_cuda_matmul_layout_get(const tsr_tensor_desc *a, const tsr_tensor
   }
   return TSR_OK;
 }
+
+// The largest power of two (up to TSR_MAX_ALIGNMENT) dividing |bytes|; no
+// limit for 0.
+static uint32_t tsr_cuda_alignment_of_bytes(uint64_t bytes) {
+  if (bytes == 0)
+    return TSR_MAX_ALIGNMENT;
+  uint64_t low = bytes & (~bytes + 1);
+  return low >= TSR_MAX_ALIGNMENT ? TSR_MAX_ALIGNMENT : (uint32_t)low;
+}
+
+// |d|'s signature alignment, lowered by |batch_stride| elements when |batch|
+// matrices start at multiples of it.
+static uint32_t tsr_cuda_operand_alignment(const tsr_tensor_desc *d, int64_t batch,
+                                           int64_t batch_stride) {
+  uint32_t alignment = d->alignment == 0 ? 1 : d->alignment;
+  if (alignment > TSR_MAX_ALIGNMENT)
+    alignment = TSR_MAX_ALIGNMENT;
+  if (batch > 1 && batch_stride != 0) {
+    uint64_t step = (uint64_t)(batch_stride < 0 ? -batch_stride : batch_stride) *
+                    (uint64_t)tsr_dtype_size(d->dtype);
+    uint32_t of_step = tsr_cuda_alignment_of_bytes(step);
+    if (of_step < alignment)
+      alignment = of_step;
+  }
+  return alignment;
+}
+
+void tsr_cuda_matmul_alignment_get(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
+                                   const tsr_tensor_desc *bias, const tsr_tensor_desc *out,
+                                   const tsr_cuda_matmul_layout *layout,
+                                   tsr_cuda_matmul_alignment *out_alignment) {
+  const tsr_cuda_matmul_layout *l = layout;
+  out_alignment->a = tsr_cuda_operand_alignment(b, l->batch, l->a.batch_stride);
+  out_alignment->b = tsr_cuda_operand_alignment(a, l->batch, l->b.batch_stride);
+  out_alignment->d = tsr_cuda_operand_alignment(out, l->batch, l->d.batch_stride);
+  out_alignment->c = out_alignment->d;
+  // One bias row serves every batch (CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE 0).
+  out_alignment->bias = bias != NULL && l->fuse_bias ? tsr_cuda_operand_alignment(bias, 1, 0) : 0;
+}
+
+const void *tsr_cuda_matmul_bias_standin(uint32_t alignment) {
+  return (const void *)(uintptr_t)(alignment == 0 ? 1u : alignment);
+}

@@ -42,4 +42,30 @@ tsr_status tsr_cuda_matmul_layout_get(const tsr_tensor_desc *a, const tsr_tensor
                                       tsr_activation_t activation,
                                       tsr_cuda_matmul_layout *out_layout, const char **out_reason);
 
+// The byte alignment each pointer of the call is promised. The heuristics are
+// asked with exactly these, so the chosen algorithm never needs more than an
+// execution is guaranteed (plan_execute refuses a less aligned operand).
+typedef struct tsr_cuda_matmul_alignment {
+  uint32_t a, b;  // cuBLASLt's A (Tessera's b) and B (Tessera's a)
+  uint32_t c, d;  // out, read as C when beta != 0 and written as D
+  uint32_t bias;  // 0 without a fused bias
+} tsr_cuda_matmul_alignment;
+
+// The promised alignments of |a|, |b|, |bias| (NULL without one) and |out|
+// as |layout| (from tsr_cuda_matmul_layout_get) maps them: each operand's
+// signature alignment (0 reads as 1), lowered to the alignment of its batch
+// stride in bytes when the batches advance its pointer. Thread-safe; no
+// allocation.
+void tsr_cuda_matmul_alignment_get(const tsr_tensor_desc *a, const tsr_tensor_desc *b,
+                                   const tsr_tensor_desc *bias, const tsr_tensor_desc *out,
+                                   const tsr_cuda_matmul_layout *layout,
+                                   tsr_cuda_matmul_alignment *out_alignment);
+
+// A stand-in bias address for the heuristic query, aligned to exactly
+// |alignment| bytes (a power of two) and never dereferenced. cuBLASLt judges
+// the bias's alignment from the pointer value it is given
+// (CUBLASLT_MATMUL_DESC_BIAS_POINTER), and has no preference attribute for it:
+// NULL would read as perfectly aligned. Thread-safe.
+const void *tsr_cuda_matmul_bias_standin(uint32_t alignment);
+
 #endif  // TESSERA_PLUGINS_CUDA_MATMUL_LAYOUT_H_

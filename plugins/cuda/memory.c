@@ -28,10 +28,12 @@ static int32_t g_memory_count;
 
 static tsr_status tsr_cuda_backend_reserve(void *ctx, uint64_t bytes, void **out_ptr) {
   tsr_cuda_device_memory *m = ctx;
-  tsr_status status = tsr_cuda_device_set(m->device, "buffer_alloc");
+  tsr_cuda_device_scope scope;
+  tsr_status status = tsr_cuda_device_enter(m->device, "buffer_alloc", &scope);
   if (status != TSR_OK)
     return status;
   cudaError_t error = cudaMalloc(out_ptr, (size_t)bytes);
+  tsr_cuda_device_leave(&scope);
   if (error == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     return TSR_OUT_OF_MEMORY;
@@ -43,8 +45,11 @@ static void tsr_cuda_backend_release(void *ctx, void *ptr, uint64_t bytes) {
   tsr_cuda_device_memory *m = ctx;
   (void)bytes;
   // cudaFree waits for the device; an error here leaves nothing to undo.
-  if (cudaSetDevice(m->device) == cudaSuccess)
+  tsr_cuda_device_scope scope;
+  if (tsr_cuda_device_enter(m->device, "buffer_free", &scope) == TSR_OK) {
     (void)cudaFree(ptr);
+    tsr_cuda_device_leave(&scope);
+  }
   (void)cudaGetLastError();
 }
 
@@ -52,7 +57,8 @@ static void *tsr_cuda_backend_marker_record(void *ctx, void *stream) {
   tsr_cuda_device_memory *m = ctx;
   tsr_cuda_stream *s = stream;
   cudaEvent_t event = NULL;
-  if (s == NULL || cudaSetDevice(m->device) != cudaSuccess)
+  tsr_cuda_device_scope scope;
+  if (s == NULL || tsr_cuda_device_enter(m->device, "buffer_free", &scope) != TSR_OK)
     return NULL;
   pthread_mutex_lock(&m->spare_lock);
   if (m->spare_count > 0)
@@ -60,13 +66,13 @@ static void *tsr_cuda_backend_marker_record(void *ctx, void *stream) {
   pthread_mutex_unlock(&m->spare_lock);
   if (event == NULL && cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
     (void)cudaGetLastError();
-    return NULL;
-  }
-  if (cudaEventRecord(event, s->stream) != cudaSuccess) {
+    event = NULL;
+  } else if (cudaEventRecord(event, s->stream) != cudaSuccess) {
     (void)cudaGetLastError();
     cudaEventDestroy(event);
-    return NULL;
+    event = NULL;
   }
+  tsr_cuda_device_leave(&scope);
   return event;
 }
 
@@ -92,10 +98,13 @@ static void tsr_cuda_backend_marker_release(void *ctx, void *marker) {
 
 static tsr_status tsr_cuda_backend_device_synchronize(void *ctx) {
   tsr_cuda_device_memory *m = ctx;
-  tsr_status status = tsr_cuda_device_set(m->device, "buffer_free");
+  tsr_cuda_device_scope scope;
+  tsr_status status = tsr_cuda_device_enter(m->device, "buffer_free", &scope);
   if (status != TSR_OK)
     return status;
-  return tsr_cuda_check(cudaDeviceSynchronize(), "buffer_free", "cudaDeviceSynchronize");
+  status = tsr_cuda_check(cudaDeviceSynchronize(), "buffer_free", "cudaDeviceSynchronize");
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 void tsr_cuda_memory_init(int32_t device_count) {
@@ -137,7 +146,21 @@ void tsr_cuda_memory_init(int32_t device_count) {
 }
 
 void tsr_cuda_memory_shutdown(void) {
-  for (int32_t d = 0; d < g_memory_count; ++d) tsr_cuda_allocator_destroy(&g_memory[d].allocator);
+  for (int32_t d = 0; d < g_memory_count; ++d) {
+    tsr_cuda_device_memory *m = &g_memory[d];
+    // The allocator's trim hands its markers back to the spare list first.
+    tsr_cuda_allocator_destroy(&m->allocator);
+    tsr_cuda_device_scope scope;
+    int entered = tsr_cuda_device_enter(d, "shutdown", &scope) == TSR_OK;
+    pthread_mutex_lock(&m->spare_lock);
+    for (int32_t i = 0; i < m->spare_count; ++i) (void)cudaEventDestroy(m->spare[i]);
+    m->spare_count = 0;
+    pthread_mutex_unlock(&m->spare_lock);
+    (void)cudaGetLastError();
+    if (entered)
+      tsr_cuda_device_leave(&scope);
+    pthread_mutex_destroy(&m->spare_lock);
+  }
   g_memory_count = 0;
 }
 
@@ -166,8 +189,10 @@ tsr_status tsr_cuda_buffer_alloc(int32_t device, uint64_t bytes, tsr_plugin_stre
     status = tsr_cuda_stream_arg((const tsr_cuda_stream *)stream, device, "buffer_alloc");
   if (status != TSR_OK)
     return status;
+  const tsr_cuda_stream *s = (const tsr_cuda_stream *)stream;
   tsr_cuda_block *block = NULL;
-  status = tsr_cuda_allocator_alloc(&g_memory[device].allocator, host, bytes, stream, &block);
+  status = tsr_cuda_allocator_alloc(&g_memory[device].allocator, host, bytes, stream,
+                                    s != NULL ? s->id : 0, &block);
   if (status != TSR_OK)
     return status;
   *out_buffer = (tsr_plugin_buffer *)block;
@@ -183,7 +208,9 @@ tsr_status tsr_cuda_buffer_free(tsr_plugin_buffer *buffer, tsr_plugin_stream *st
       tsr_cuda_stream_arg((const tsr_cuda_stream *)stream, block->device, "buffer_free");
   if (status != TSR_OK)
     return status;
-  return tsr_cuda_allocator_free(&g_memory[block->device].allocator, host, block, stream);
+  const tsr_cuda_stream *s = (const tsr_cuda_stream *)stream;
+  return tsr_cuda_allocator_free(&g_memory[block->device].allocator, host, block, stream,
+                                 s != NULL ? s->id : 0);
 }
 
 tsr_status tsr_cuda_host_pinned_alloc(int32_t device, uint64_t bytes, void **out_ptr) {
@@ -191,15 +218,18 @@ tsr_status tsr_cuda_host_pinned_alloc(int32_t device, uint64_t bytes, void **out
   if (out_ptr == NULL)
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "host_pinned_alloc: out_ptr is NULL");
   *out_ptr = NULL;
+  tsr_cuda_device_scope scope;
   tsr_status status = tsr_cuda_device_check(device, "host_pinned_alloc");
   if (status == TSR_OK)
-    status = tsr_cuda_device_set(device, "host_pinned_alloc");
+    status = tsr_cuda_device_enter(device, "host_pinned_alloc", &scope);
   if (status != TSR_OK)
     return status;
   // Portable: usable for asynchronous copies with any device of the process.
-  return tsr_cuda_check(
+  status = tsr_cuda_check(
       cudaHostAlloc(out_ptr, bytes > 0 ? (size_t)bytes : 1, cudaHostAllocPortable),
       "host_pinned_alloc", "cudaHostAlloc");
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 tsr_status tsr_cuda_host_pinned_free(int32_t device, void *ptr) {
@@ -277,17 +307,20 @@ tsr_status tsr_cuda_copy_host_to_device(tsr_plugin_stream *stream, const void *s
   tsr_status status = tsr_cuda_copy_args(s, block, src, dst_offset, bytes, "copy_host_to_device");
   if (status != TSR_OK || bytes == 0)
     return status;
-  status = tsr_cuda_device_set(s->device, "copy_host_to_device");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "copy_host_to_device", &scope);
   if (status != TSR_OK)
     return status;
   status = tsr_cuda_check(cudaMemcpyAsync((char *)block->ptr + dst_offset, src, (size_t)bytes,
                                           cudaMemcpyHostToDevice, s->stream),
                           "copy_host_to_device", "cudaMemcpyAsync");
-  if (status != TSR_OK || tsr_cuda_is_pinned(src))
-    return status;
   // Ordinary memory may be reused as soon as we return.
-  return tsr_cuda_check(cudaStreamSynchronize(s->stream), "copy_host_to_device",
-                        "cudaStreamSynchronize");
+  if (status == TSR_OK && !tsr_cuda_is_pinned(src)) {
+    status = tsr_cuda_check(cudaStreamSynchronize(s->stream), "copy_host_to_device",
+                            "cudaStreamSynchronize");
+  }
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 tsr_status tsr_cuda_copy_device_to_host(tsr_plugin_stream *stream, tsr_plugin_buffer *src,
@@ -297,16 +330,19 @@ tsr_status tsr_cuda_copy_device_to_host(tsr_plugin_stream *stream, tsr_plugin_bu
   tsr_status status = tsr_cuda_copy_args(s, block, dst, src_offset, bytes, "copy_device_to_host");
   if (status != TSR_OK || bytes == 0)
     return status;
-  status = tsr_cuda_device_set(s->device, "copy_device_to_host");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "copy_device_to_host", &scope);
   if (status != TSR_OK)
     return status;
   status = tsr_cuda_check(cudaMemcpyAsync(dst, (const char *)block->ptr + src_offset, (size_t)bytes,
                                           cudaMemcpyDeviceToHost, s->stream),
                           "copy_device_to_host", "cudaMemcpyAsync");
-  if (status != TSR_OK || tsr_cuda_is_pinned(dst))
-    return status;
-  return tsr_cuda_check(cudaStreamSynchronize(s->stream), "copy_device_to_host",
-                        "cudaStreamSynchronize");
+  if (status == TSR_OK && !tsr_cuda_is_pinned(dst)) {
+    status = tsr_cuda_check(cudaStreamSynchronize(s->stream), "copy_device_to_host",
+                            "cudaStreamSynchronize");
+  }
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 tsr_status tsr_cuda_copy_device_to_device(tsr_plugin_stream *stream, tsr_plugin_buffer *src,
@@ -341,11 +377,14 @@ tsr_status tsr_cuda_copy_device_to_device(tsr_plugin_stream *stream, tsr_plugin_
   }
   if (bytes == 0)
     return TSR_OK;
-  status = tsr_cuda_device_set(s->device, "copy_device_to_device");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "copy_device_to_device", &scope);
   if (status != TSR_OK)
     return status;
-  return tsr_cuda_check(
+  status = tsr_cuda_check(
       cudaMemcpyAsync((char *)to->ptr + dst_offset, (const char *)from->ptr + src_offset,
                       (size_t)bytes, cudaMemcpyDeviceToDevice, s->stream),
       "copy_device_to_device", "cudaMemcpyAsync");
+  tsr_cuda_device_leave(&scope);
+  return status;
 }

@@ -260,7 +260,7 @@ static tsr_status tsr_cuda_nn_run(const tsr_cuda_plan *plan, const tsr_cuda_exec
           dtype, exec->ptrs[0], v[0].strides[0], exec->ptrs[1], v[1].strides[0], own->rows,
           own->cols, (tsr_reduction_t)own->reduction, own->ignore_index, own->smoothing,
           exec->ptrs[2], v[2].rank > 0 ? v[2].strides[0] : 0, exec->ptrs[3], v[3].strides[0],
-          exec->workspace, exec->stream->error_word, stream);
+          exec->workspace, tsr_cuda_stream_error_word(exec->stream), stream);
     case TSR_OP_CROSS_ENTROPY_BACKWARD:
       // (dloss, logits, target, lse) -> (dlogits)
       return tsr_cuda_launch_cross_entropy_backward(
@@ -280,11 +280,13 @@ static tsr_status tsr_cuda_nn_run(const tsr_cuda_plan *plan, const tsr_cuda_exec
     case TSR_OP_GATHER:
       return tsr_cuda_launch_gather(own->ew.out_dtype, exec->ptrs[0], &v[0], exec->ptrs[1],
                                     own->stat_dtype, v[1].strides[0], exec->ptrs[2], &v[2],
-                                    own->attrs.gather.axis, exec->stream->error_word, stream);
+                                    own->attrs.gather.axis,
+                                    tsr_cuda_stream_error_word(exec->stream), stream);
     case TSR_OP_SCATTER_ADD:
       return tsr_cuda_launch_scatter_add(own->ew.out_dtype, exec->ptrs[0], &v[0], exec->ptrs[1],
                                          own->stat_dtype, v[1].strides[0], exec->ptrs[2], &v[2],
-                                         own->attrs.gather.axis, exec->stream->error_word, stream);
+                                         own->attrs.gather.axis,
+                                         tsr_cuda_stream_error_word(exec->stream), stream);
     case TSR_OP_POOL2D:
       return tsr_cuda_launch_pool2d(dtype, &own->attrs.pool, exec->ptrs[0], &v[0], exec->ptrs[1],
                                     &v[1], plan->num_outputs > 1 ? exec->ptrs[2] : NULL,

@@ -12,7 +12,7 @@
 
 typedef struct tsr_cuda_thread_handles {
   cublasLtHandle_t lt[TSR_CUDA_MAX_DEVICES];
-  cudnnHandle_t dnn[TSR_CUDA_MAX_DEVICES];
+  tsr_cuda_dnn_handle *dnn[TSR_CUDA_MAX_DEVICES];  // this thread's reference
   struct tsr_cuda_thread_handles *next;
 } tsr_cuda_thread_handles;
 
@@ -21,12 +21,29 @@ static pthread_key_t g_handles_key;
 static pthread_mutex_t g_handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static tsr_cuda_thread_handles *g_handles_all;
 
+void tsr_cuda_dnn_handle_retain(tsr_cuda_dnn_handle *handle) {
+  atomic_fetch_add_explicit(&handle->refs, 1, memory_order_relaxed);
+}
+
+void tsr_cuda_dnn_handle_release(tsr_cuda_dnn_handle *handle) {
+  if (atomic_fetch_sub_explicit(&handle->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  tsr_cuda_device_scope scope;
+  if (tsr_cuda_device_enter(handle->device, "cudnnDestroy", &scope) == TSR_OK) {
+    (void)cudnnDestroy(handle->handle);
+    tsr_cuda_device_leave(&scope);
+  }
+  free(handle);
+}
+
+// Drops the thread's references: cuBLASLt handles go at once (no plan keeps
+// one), cuDNN handles when the last plan built on them goes.
 static void tsr_cuda_thread_handles_destroy(tsr_cuda_thread_handles *h) {
   for (int d = 0; d < TSR_CUDA_MAX_DEVICES; ++d) {
     if (h->lt[d] != NULL)
       cublasLtDestroy(h->lt[d]);
     if (h->dnn[d] != NULL)
-      cudnnDestroy(h->dnn[d]);
+      tsr_cuda_dnn_handle_release(h->dnn[d]);
     h->lt[d] = NULL;
     h->dnn[d] = NULL;
   }
@@ -76,9 +93,8 @@ tsr_status tsr_cuda_cublaslt_handle_get(int32_t device, cublasLtHandle_t *out_ha
   if (status != TSR_OK)
     return status;
   if (h->lt[device] == NULL) {
-    status = tsr_cuda_device_set(device, "cublasLtCreate");
-    if (status == TSR_OK)
-      status = tsr_cuda_cublas_check(cublasLtCreate(&h->lt[device]), "plan", "cublasLtCreate");
+    // Callers have made |device| current.
+    status = tsr_cuda_cublas_check(cublasLtCreate(&h->lt[device]), "plan", "cublasLtCreate");
     if (status != TSR_OK)
       return status;
   }
@@ -86,20 +102,30 @@ tsr_status tsr_cuda_cublaslt_handle_get(int32_t device, cublasLtHandle_t *out_ha
   return TSR_OK;
 }
 
-tsr_status tsr_cuda_cudnn_handle_get(int32_t device, cudaStream_t stream,
-                                     cudnnHandle_t *out_handle) {
+tsr_status tsr_cuda_dnn_handle_get(int32_t device, cudaStream_t stream,
+                                   tsr_cuda_dnn_handle **out_handle) {
   tsr_cuda_thread_handles *h = NULL;
   tsr_status status = tsr_cuda_thread_handles_get(&h);
   if (status != TSR_OK)
     return status;
   if (h->dnn[device] == NULL) {
-    status = tsr_cuda_device_set(device, "cudnnCreate");
-    if (status == TSR_OK)
-      status = tsr_cuda_cudnn_check(cudnnCreate(&h->dnn[device]), "plan", "cudnnCreate");
-    if (status != TSR_OK)
+    tsr_cuda_dnn_handle *dnn = calloc(1, sizeof(*dnn));
+    if (dnn == NULL) {
+      return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, TSR_OUT_OF_MEMORY,
+                                        "cuda: no room for a cuDNN handle");
+    }
+    // Callers have made |device| current.
+    status = tsr_cuda_cudnn_check(cudnnCreate(&dnn->handle), "plan", "cudnnCreate");
+    if (status != TSR_OK) {
+      free(dnn);
       return status;
+    }
+    dnn->device = device;
+    atomic_init(&dnn->refs, 1);
+    h->dnn[device] = dnn;
   }
-  status = tsr_cuda_cudnn_check(cudnnSetStream(h->dnn[device], stream), "plan", "cudnnSetStream");
+  status = tsr_cuda_cudnn_check(cudnnSetStream(h->dnn[device]->handle, stream), "plan",
+                                "cudnnSetStream");
   if (status != TSR_OK)
     return status;
   *out_handle = h->dnn[device];
@@ -140,8 +166,14 @@ tsr_status tsr_cuda_cudnn_check(cudnnStatus_t status, const char *function, cons
     code = TSR_OUT_OF_MEMORY;
   else if (status == CUDNN_STATUS_NOT_INITIALIZED)
     code = TSR_UNAVAILABLE;
-  return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, code, "%s: %s failed: %s (%d)", function,
-                                    call, cudnnGetErrorString(status), (int)status);
+  // cuDNN keeps the why (a shape, a layout, an attribute) in its per-thread
+  // last-error text; the status alone rarely says it.
+  char last[256];
+  last[0] = '\0';
+  cudnnGetLastErrorString(last, sizeof(last));
+  return tsr_cuda_host()->error_set(tsr_cuda_host()->ctx, code, "%s: %s failed: %s (%d)%s%s",
+                                    function, call, cudnnGetErrorString(status), (int)status,
+                                    last[0] != '\0' ? ": " : "", last);
 }
 
 // --- plans ------------------------------------------------------------------
@@ -255,7 +287,9 @@ tsr_status tsr_cuda_plan_create(const tsr_op_signature *signature, tsr_plugin_pl
   plan->math_mode = signature->math_mode;
   plan->flags = signature->flags;
   // Engine choice queries the device (heuristics, autotune scratch).
-  status = tsr_cuda_device_set(signature->device, "plan_create");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(signature->device, "plan_create", &scope);
+  int entered = status == TSR_OK;
   switch (status == TSR_OK ? signature->op : TSR_OP_INVALID) {
     case TSR_OP_INVALID:
       break;
@@ -271,6 +305,8 @@ tsr_status tsr_cuda_plan_create(const tsr_op_signature *signature, tsr_plugin_pl
       status = tsr_cuda_own_plan_init(signature, plan);
       break;
   }
+  if (entered)
+    tsr_cuda_device_leave(&scope);
   if (status == TSR_OK && (signature->flags & TSR_PLAN_REQUIRE_DETERMINISM) &&
       !(plan->info_flags & TSR_PLAN_INFO_DETERMINISTIC)) {
     status = host->error_set(host->ctx, TSR_UNSUPPORTED,
@@ -356,7 +392,17 @@ static tsr_status tsr_cuda_operand_resolve(const tsr_cuda_plan *plan, int32_t in
                            (unsigned long long)(desc->byte_offset + want->extent_bytes),
                            (unsigned long long)block->requested);
   }
-  *out_ptr = (char *)block->ptr + desc->byte_offset;
+  char *ptr = (char *)block->ptr + desc->byte_offset;
+  // The engines were chosen for this alignment (cuBLASLt's heuristics were
+  // told it), so an address that breaks it is refused rather than faulting.
+  if (((uintptr_t)ptr & (uintptr_t)(want->alignment - 1)) != 0) {
+    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
+                           "%s: operand %s at byte offset %llu is less aligned than the plan's "
+                           "%u bytes",
+                           op, want->name, (unsigned long long)desc->byte_offset,
+                           (unsigned)want->alignment);
+  }
+  *out_ptr = ptr;
   return TSR_OK;
 }
 
@@ -406,11 +452,23 @@ tsr_status tsr_cuda_plan_execute(const tsr_plugin_plan *handle, const tsr_exec_a
                              (unsigned long long)plan->workspace_bytes,
                              (unsigned long long)(ws == NULL ? 0 : args->workspace_bytes));
     }
+    // abi.md 9.3 promises 256-byte aligned workspace offsets, and cuDNN's
+    // and the own kernels' scratch layouts rely on it.
+    if (args->workspace_offset % TSR_MAX_ALIGNMENT != 0 || ws->device != plan->device) {
+      return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
+                             "%s: workspace at byte offset %llu of a cuda:%d buffer; it must be "
+                             "on cuda:%d at a multiple of %d bytes",
+                             op, (unsigned long long)args->workspace_offset, (int)ws->device,
+                             (int)plan->device, TSR_MAX_ALIGNMENT);
+    }
     exec.workspace = (char *)ws->ptr + args->workspace_offset;
     exec.workspace_bytes = args->workspace_bytes;
   }
-  status = tsr_cuda_device_set(plan->device, op);
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(plan->device, op, &scope);
   if (status != TSR_OK)
     return status;
-  return plan->run(plan, &exec);
+  status = plan->run(plan, &exec);
+  tsr_cuda_device_leave(&scope);
+  return status;
 }

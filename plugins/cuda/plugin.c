@@ -4,8 +4,10 @@
 // and builds the table, so the library loads (and cudart stays unloaded from
 // the driver's point of view) on a machine without a GPU.
 #include <cublasLt.h>
+#include <cuda.h>  // driver types only: entries are found through cudart
 #include <cudnn_graph.h>
 #include <cudnn_version.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -105,8 +107,69 @@ tsr_status tsr_cuda_device_check(int32_t device, const char *function) {
   return TSR_OK;
 }
 
-tsr_status tsr_cuda_device_set(int32_t device, const char *function) {
-  return tsr_cuda_check(cudaSetDevice(device), function, "cudaSetDevice");
+tsr_status tsr_cuda_device_enter(int32_t device, const char *function,
+                                 tsr_cuda_device_scope *out_scope) {
+  out_scope->previous = device;
+  out_scope->switched = 0;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    (void)cudaGetLastError();
+    current = -1;
+  }
+  if (current == device)
+    return TSR_OK;
+  tsr_status status = tsr_cuda_check(cudaSetDevice(device), function, "cudaSetDevice");
+  if (status == TSR_OK && current >= 0) {
+    out_scope->previous = current;
+    out_scope->switched = 1;
+  }
+  return status;
+}
+
+// The driver's cuDeviceGet and cuDevicePrimaryCtxGetState, found through
+// cudart (the plugin never links libcuda); NULL when the driver lacks them.
+typedef CUresult (*tsr_cu_device_get_fn)(CUdevice *device, int ordinal);
+typedef CUresult (*tsr_cu_primary_state_fn)(CUdevice device, unsigned int *flags, int *active);
+static pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
+static tsr_cu_device_get_fn g_cu_device_get;
+static tsr_cu_primary_state_fn g_cu_primary_state;
+
+static void tsr_cuda_driver_entries_find(void) {
+  void *get = NULL, *state = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  // 12000: both entries are older than that; the newest ABI up to 12.0 is the
+  // plain function, and any driver that runs this runtime has it.
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    get = NULL;
+  if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000,
+                                       cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    state = NULL;
+  (void)cudaGetLastError();
+  g_cu_device_get = (tsr_cu_device_get_fn)get;
+  g_cu_primary_state = (tsr_cu_primary_state_fn)state;
+}
+
+// 0 only when the primary context of |device| is known not to exist yet.
+static int tsr_cuda_primary_context_may_exist(int device) {
+  pthread_once(&g_driver_once, tsr_cuda_driver_entries_find);
+  CUdevice handle = 0;
+  unsigned int flags = 0;
+  int active = 1;
+  if (g_cu_device_get == NULL || g_cu_primary_state == NULL ||
+      g_cu_device_get(&handle, device) != CUDA_SUCCESS ||
+      g_cu_primary_state(handle, &flags, &active) != CUDA_SUCCESS)
+    return 1;
+  return active != 0;
+}
+
+void tsr_cuda_device_leave(const tsr_cuda_device_scope *scope) {
+  if (!scope->switched || !tsr_cuda_primary_context_may_exist(scope->previous))
+    return;
+  if (cudaSetDevice(scope->previous) != cudaSuccess)
+    (void)cudaGetLastError();
 }
 
 static tsr_status tsr_cuda_init(void) {
@@ -124,11 +187,37 @@ static tsr_status tsr_cuda_shutdown(void) {
   return g_ref->shutdown != NULL ? g_ref->shutdown() : TSR_OK;
 }
 
+// 1 when the driver library loads; otherwise 0 with dlerror's words in
+// |why|. cudart opens libcuda.so.1 itself, so when it is there it is usually
+// loaded already (RTLD_NOLOAD finds it without a second load).
+static int tsr_cuda_driver_library_present(char *why, size_t why_size) {
+  void *library = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (library == NULL)
+    library = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (library == NULL) {
+    const char *error = dlerror();
+    snprintf(why, why_size, "%s", error != NULL ? error : "libcuda.so.1 not found");
+    return 0;
+  }
+  dlclose(library);
+  return 1;
+}
+
 // Cheap: cudaGetDeviceCount loads the driver if there is one and creates no
 // context. Its error text is the reason ("no CUDA-capable device is
-// detected", "CUDA driver version is insufficient for CUDA runtime version").
+// detected", "CUDA driver version is insufficient for CUDA runtime version"),
+// except that cudart says "insufficient driver" also when there is no driver
+// at all: then the probe says so.
 static tsr_status tsr_cuda_probe(void) {
   tsr_cuda_devices_discover();
+  char why[256];
+  if ((g_device_error == cudaErrorInsufficientDriver || g_device_error == cudaErrorNoDevice) &&
+      !tsr_cuda_driver_library_present(why, sizeof(why))) {
+    return g_host->error_set(g_host->ctx, TSR_UNAVAILABLE,
+                             "unavailable: no NVIDIA driver is installed (libcuda.so.1 cannot be "
+                             "loaded: %.200s; cudart reports %s)",
+                             why, cudaGetErrorName(g_device_error));
+  }
   if (g_device_error != cudaSuccess) {
     return g_host->error_set(g_host->ctx, TSR_UNAVAILABLE, "unavailable: %s (%s)",
                              cudaGetErrorString(g_device_error), cudaGetErrorName(g_device_error));

@@ -38,6 +38,9 @@ static tsr_status tsr_cuda_stream_wrap(int32_t device, cudaStream_t native, int 
   s->device = device;
   s->owned = owned;
   s->stream = native;
+  s->id = tsr_cuda_stream_id_next();
+  atomic_init(&s->error_word_armed, 0);
+  atomic_init(&s->lt_workspace, NULL);
   tsr_status status =
       tsr_cuda_check(cudaMalloc((void **)&s->error_word, sizeof(int)), function, "cudaMalloc");
   if (status == TSR_OK) {
@@ -66,7 +69,8 @@ tsr_status tsr_cuda_stream_create(int32_t device, uint32_t flags, tsr_plugin_str
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "stream_create: flags is 0x%x, not 0",
                            flags);
   }
-  status = tsr_cuda_device_set(device, "stream_create");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(device, "stream_create", &scope);
   if (status != TSR_OK)
     return status;
   cudaStream_t native = NULL;
@@ -74,11 +78,12 @@ tsr_status tsr_cuda_stream_create(int32_t device, uint32_t flags, tsr_plugin_str
   // an application's own CUDA code may be using.
   status = tsr_cuda_check(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking),
                           "stream_create", "cudaStreamCreateWithFlags");
-  if (status != TSR_OK)
-    return status;
-  status = tsr_cuda_stream_wrap(device, native, 1, "stream_create", out_stream);
-  if (status != TSR_OK)
-    cudaStreamDestroy(native);
+  if (status == TSR_OK) {
+    status = tsr_cuda_stream_wrap(device, native, 1, "stream_create", out_stream);
+    if (status != TSR_OK)
+      cudaStreamDestroy(native);
+  }
+  tsr_cuda_device_leave(&scope);
   return status;
 }
 
@@ -88,22 +93,26 @@ tsr_status tsr_cuda_stream_import(int32_t device, cudaStream_t native, int take_
   if (out_stream == NULL)
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "stream_import: out_stream is NULL");
   *out_stream = NULL;
+  tsr_cuda_device_scope scope;
   tsr_status status = tsr_cuda_device_check(device, "stream_import");
   if (status == TSR_OK)
-    status = tsr_cuda_device_set(device, "stream_import");
+    status = tsr_cuda_device_enter(device, "stream_import", &scope);
   if (status != TSR_OK)
     return status;
   int stream_device = -1;
   status = tsr_cuda_check(cudaStreamGetDevice(native, &stream_device), "stream_import",
                           "cudaStreamGetDevice");
-  if (status != TSR_OK)
-    return status;
-  if (stream_device != device) {
-    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
-                           "stream_import: the stream belongs to cuda:%d, not cuda:%d",
-                           stream_device, (int)device);
+  if (status == TSR_OK && stream_device != device) {
+    status = host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
+                             "stream_import: the stream belongs to cuda:%d, not cuda:%d",
+                             stream_device, (int)device);
   }
-  return tsr_cuda_stream_wrap(device, native, take_ownership != 0, "stream_import", out_stream);
+  if (status == TSR_OK) {
+    status =
+        tsr_cuda_stream_wrap(device, native, take_ownership != 0, "stream_import", out_stream);
+  }
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 tsr_status tsr_cuda_stream_import_entry(int32_t device, void *native, uint32_t flags,
@@ -145,21 +154,46 @@ tsr_status tsr_cuda_stream_destroy(tsr_plugin_stream *stream) {
   tsr_status status = tsr_cuda_stream_null(s, "stream_destroy");
   if (status != TSR_OK)
     return status;
-  status = tsr_cuda_device_set(s->device, "stream_destroy");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "stream_destroy", &scope);
+  if (status != TSR_OK) {
+    free(s);  // the device is unusable: its objects cannot be released
+    return status;
+  }
+  // cuBLASLt's workspace goes back stream-ordered: reusable by this stream's
+  // id only, so a stream made later at the same address waits for its marker.
+  tsr_cuda_block *workspace = atomic_exchange(&s->lt_workspace, NULL);
+  if (workspace != NULL) {
+    status = tsr_cuda_allocator_free(tsr_cuda_allocator_of(s->device), tsr_cuda_host(), workspace,
+                                     s, s->id);
+  }
+  tsr_status freed = tsr_cuda_check(cudaFree(s->error_word), "stream_destroy", "cudaFree");
   if (status == TSR_OK)
-    status = tsr_cuda_check(cudaFree(s->error_word), "stream_destroy", "cudaFree");
+    status = freed;
   if (s->owned) {
     tsr_status destroyed =
         tsr_cuda_check(cudaStreamDestroy(s->stream), "stream_destroy", "cudaStreamDestroy");
     if (status == TSR_OK)
       status = destroyed;
   }
+  tsr_cuda_device_leave(&scope);
   free(s);
   return status;
 }
 
-// Reads and clears the error word of an idle stream.
+int *tsr_cuda_stream_error_word(tsr_cuda_stream *stream) {
+  atomic_store_explicit(&stream->error_word_armed, 1, memory_order_release);
+  return stream->error_word;
+}
+
+// Reads and clears the error word of an idle stream, when a kernel that may
+// set it has been queued since the last read. Otherwise the word is still 0
+// and reading it would cost a device-to-host copy and a second wait on every
+// synchronize: cudaStreamSynchronize's own status already covers CUDA's
+// errors, and the word only carries data errors (abi.md 5.3).
 static tsr_status tsr_cuda_error_word_take(tsr_cuda_stream *s, const char *function) {
+  if (!atomic_exchange_explicit(&s->error_word_armed, 0, memory_order_acq_rel))
+    return TSR_OK;
   int code = 0;
   tsr_status status = tsr_cuda_check(
       cudaMemcpyAsync(&code, s->error_word, sizeof(int), cudaMemcpyDeviceToHost, s->stream),
@@ -167,7 +201,12 @@ static tsr_status tsr_cuda_error_word_take(tsr_cuda_stream *s, const char *funct
   if (status == TSR_OK) {
     status = tsr_cuda_check(cudaStreamSynchronize(s->stream), function, "cudaStreamSynchronize");
   }
-  if (status != TSR_OK || code == 0)
+  if (status != TSR_OK) {
+    // Unread: the next synchronize or query tries again.
+    atomic_store_explicit(&s->error_word_armed, 1, memory_order_release);
+    return status;
+  }
+  if (code == 0)
     return status;
   status = tsr_cuda_check(cudaMemsetAsync(s->error_word, 0, sizeof(int), s->stream), function,
                           "cudaMemsetAsync");
@@ -180,34 +219,39 @@ static tsr_status tsr_cuda_error_word_take(tsr_cuda_stream *s, const char *funct
 
 tsr_status tsr_cuda_stream_synchronize(tsr_plugin_stream *stream) {
   tsr_cuda_stream *s = (tsr_cuda_stream *)stream;
+  tsr_cuda_device_scope scope;
   tsr_status status = tsr_cuda_stream_null(s, "stream_synchronize");
   if (status == TSR_OK)
-    status = tsr_cuda_device_set(s->device, "stream_synchronize");
-  if (status == TSR_OK) {
-    status = tsr_cuda_check(cudaStreamSynchronize(s->stream), "stream_synchronize",
-                            "cudaStreamSynchronize");
-  }
+    status = tsr_cuda_device_enter(s->device, "stream_synchronize", &scope);
+  if (status != TSR_OK)
+    return status;
+  status = tsr_cuda_check(cudaStreamSynchronize(s->stream), "stream_synchronize",
+                          "cudaStreamSynchronize");
   if (status == TSR_OK)
     status = tsr_cuda_error_word_take(s, "stream_synchronize");
+  tsr_cuda_device_leave(&scope);
   return status;
 }
 
 tsr_status tsr_cuda_stream_query(tsr_plugin_stream *stream) {
   tsr_cuda_stream *s = (tsr_cuda_stream *)stream;
+  tsr_cuda_device_scope scope;
   tsr_status status = tsr_cuda_stream_null(s, "stream_query");
   if (status == TSR_OK)
-    status = tsr_cuda_device_set(s->device, "stream_query");
+    status = tsr_cuda_device_enter(s->device, "stream_query", &scope);
   if (status != TSR_OK)
     return status;
   cudaError_t error = cudaStreamQuery(s->stream);
   if (error == cudaErrorNotReady) {
     (void)cudaGetLastError();
-    return TSR_NOT_READY;
+    status = TSR_NOT_READY;
+  } else {
+    status = tsr_cuda_check(error, "stream_query", "cudaStreamQuery");
+    // Idle: reading the error word cannot block behind other work.
+    if (status == TSR_OK)
+      status = tsr_cuda_error_word_take(s, "stream_query");
   }
-  status = tsr_cuda_check(error, "stream_query", "cudaStreamQuery");
-  // Idle: reading the error word cannot block behind other work.
-  if (status == TSR_OK)
-    status = tsr_cuda_error_word_take(s, "stream_query");
+  tsr_cuda_device_leave(&scope);
   return status;
 }
 
@@ -223,11 +267,14 @@ tsr_status tsr_cuda_stream_wait_event(tsr_plugin_stream *stream, tsr_plugin_even
   }
   if (!e->recorded)
     return TSR_OK;  // an event never recorded is complete
-  status = tsr_cuda_device_set(s->device, "stream_wait_event");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "stream_wait_event", &scope);
   if (status != TSR_OK)
     return status;
-  return tsr_cuda_check(cudaStreamWaitEvent(s->stream, e->event, 0), "stream_wait_event",
-                        "cudaStreamWaitEvent");
+  status = tsr_cuda_check(cudaStreamWaitEvent(s->stream, e->event, 0), "stream_wait_event",
+                          "cudaStreamWaitEvent");
+  tsr_cuda_device_leave(&scope);
+  return status;
 }
 
 tsr_status tsr_cuda_event_create(int32_t device, uint32_t flags, tsr_plugin_event **out_event) {
@@ -243,18 +290,20 @@ tsr_status tsr_cuda_event_create(int32_t device, uint32_t flags, tsr_plugin_even
                            "event_create: flags is 0x%x; only TSR_EVENT_TIMING (0x1) is known",
                            flags);
   }
-  status = tsr_cuda_device_set(device, "event_create");
-  if (status != TSR_OK)
-    return status;
   tsr_cuda_event *e = calloc(1, sizeof(*e));
   if (e == NULL)
     return host->error_set(host->ctx, TSR_OUT_OF_MEMORY, "event_create: no host memory");
   e->device = device;
   e->flags = flags;
-  // Timing costs a little on every record, so only timing events pay it.
-  unsigned cuda_flags = (flags & TSR_EVENT_TIMING) ? cudaEventDefault : cudaEventDisableTiming;
-  status = tsr_cuda_check(cudaEventCreateWithFlags(&e->event, cuda_flags), "event_create",
-                          "cudaEventCreateWithFlags");
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(device, "event_create", &scope);
+  if (status == TSR_OK) {
+    // Timing costs a little on every record, so only timing events pay it.
+    unsigned cuda_flags = (flags & TSR_EVENT_TIMING) ? cudaEventDefault : cudaEventDisableTiming;
+    status = tsr_cuda_check(cudaEventCreateWithFlags(&e->event, cuda_flags), "event_create",
+                            "cudaEventCreateWithFlags");
+    tsr_cuda_device_leave(&scope);
+  }
   if (status != TSR_OK) {
     free(e);
     return status;
@@ -299,11 +348,12 @@ tsr_status tsr_cuda_event_record(tsr_plugin_event *event, tsr_plugin_stream *str
                                       "event_record: event on cuda:%d, stream on cuda:%d",
                                       (int)e->device, (int)s->device);
   }
-  status = tsr_cuda_device_set(s->device, "event_record");
-  if (status == TSR_OK) {
-    status =
-        tsr_cuda_check(cudaEventRecord(e->event, s->stream), "event_record", "cudaEventRecord");
-  }
+  tsr_cuda_device_scope scope;
+  status = tsr_cuda_device_enter(s->device, "event_record", &scope);
+  if (status != TSR_OK)
+    return status;
+  status = tsr_cuda_check(cudaEventRecord(e->event, s->stream), "event_record", "cudaEventRecord");
+  tsr_cuda_device_leave(&scope);
   if (status == TSR_OK)
     e->recorded = 1;
   return status;

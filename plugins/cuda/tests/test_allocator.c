@@ -96,6 +96,9 @@ static void setup(tsr_cuda_allocator *a, fake_device *d, uint64_t capacity, uint
 
 static void *const S = (void *)0x1;
 static void *const T = (void *)0x2;
+// The ids of S and T as created; a stream made again at S's address gets
+// another.
+#define ID(stream) ((stream) == S ? 1u : (stream) == T ? 2u : 0u)
 
 static void test_size_classes_waste_at_most_a_quarter(void **state) {
   (void)state;
@@ -127,14 +130,14 @@ static void test_same_stream_reuses_a_freed_block_at_once(void **state) {
   fake_device d;
   setup(&a, &d, 1 << 30, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL;
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1000, S, &b1), TSR_OK);
-  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1000, S, ID(S), &b1), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S)), TSR_OK);
   // The marker has not completed, but S orders its own work.
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 900, S, &b2), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 900, S, ID(S), &b2), TSR_OK);
   assert_ptr_equal(b1, b2);
   assert_int_equal(d.reserves, 1);
   assert_int_equal(d.markers_live, 0);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S, ID(S));
   tsr_cuda_allocator_destroy(&a);
   assert_int_equal(d.used, 0);
 }
@@ -145,24 +148,60 @@ static void test_other_stream_waits_for_the_free_marker(void **state) {
   fake_device d;
   setup(&a, &d, 1 << 30, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL, *b3 = NULL;
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, S, &b1), TSR_OK);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, T, &b2), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, S, ID(S), &b1), TSR_OK);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S));
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, T, ID(T), &b2), TSR_OK);
   assert_ptr_not_equal(b1, b2);
   assert_int_equal(d.reserves, 2);
   // A NULL-stream request must not take it either while S's work may run.
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, NULL, &b3), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, NULL, ID(NULL), &b3),
+                   TSR_OK);
   assert_ptr_not_equal(b1, b3);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, T);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, T, ID(T));
   complete_all(&d);
   tsr_cuda_block *b4 = NULL;
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, T, &b4), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, T, ID(T), &b4), TSR_OK);
   assert_true(b4 == b1 || b4 == b3);
   assert_int_equal(d.reserves, 3);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, T);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b4, T);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, T, ID(T));
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b4, T, ID(T));
   tsr_cuda_allocator_destroy(&a);
   assert_int_equal(d.used, 0);
+}
+
+static void test_a_new_stream_at_a_freed_streams_address_waits_for_its_marker(void **state) {
+  (void)state;
+  tsr_cuda_allocator a;
+  fake_device d;
+  setup(&a, &d, 1 << 30, 0);
+  tsr_cuda_block *b1 = NULL, *b2 = NULL, *b3 = NULL;
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, S, 1, &b1), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, 1), TSR_OK);
+  // Stream 1 is destroyed; stream 7 is created at the same address. Its work
+  // is not ordered after stream 1's, so the block is not its yet.
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, S, 7, &b2), TSR_OK);
+  assert_ptr_not_equal(b1, b2);
+  assert_int_equal(d.reserves, 2);
+  // Once stream 1's marker has completed, anyone may take it.
+  complete_all(&d);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4096, S, 7, &b3), TSR_OK);
+  assert_ptr_equal(b1, b3);
+  assert_int_equal(d.reserves, 2);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S, 7);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, S, 7);
+  tsr_cuda_allocator_destroy(&a);
+  assert_int_equal(d.used, 0);
+}
+
+static void test_stream_ids_are_unique_and_never_zero(void **state) {
+  (void)state;
+  uint64_t previous = tsr_cuda_stream_id_next();
+  assert_true(previous != 0);
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t id = tsr_cuda_stream_id_next();
+    assert_true(id > previous);
+    previous = id;
+  }
 }
 
 static void test_free_without_stream_synchronizes_and_serves_any_stream(void **state) {
@@ -171,12 +210,12 @@ static void test_free_without_stream_synchronizes_and_serves_any_stream(void **s
   fake_device d;
   setup(&a, &d, 1 << 30, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 100, S, &b1);
-  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, NULL), TSR_OK);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 100, S, ID(S), &b1);
+  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, NULL, ID(NULL)), TSR_OK);
   assert_int_equal(d.syncs, 1);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 100, T, &b2), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 100, T, ID(T), &b2), TSR_OK);
   assert_ptr_equal(b1, b2);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, NULL);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, NULL, ID(NULL));
   tsr_cuda_allocator_destroy(&a);
 }
 
@@ -186,10 +225,10 @@ static void test_stats_count_use_reservation_and_peak(void **state) {
   fake_device d;
   setup(&a, &d, 1 << 30, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL, *b3 = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, &b1);
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, &b2);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S);
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1000, S, &b3);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, ID(S), &b1);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, ID(S), &b2);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S));
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1000, S, ID(S), &b3);
   tsr_allocator_stats s;
   memset(&s, 0xff, sizeof(s));
   s.struct_size = sizeof(s);
@@ -208,8 +247,8 @@ static void test_stats_count_use_reservation_and_peak(void **state) {
   tsr_cuda_allocator_stats_get(&a, &small);
   assert_int_equal(small.bytes_in_use, 1024 + 2048);
   assert_int_equal(small.bytes_reserved, 0xababababababababull);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, S);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S, ID(S));
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, S, ID(S));
   tsr_cuda_allocator_destroy(&a);
 }
 
@@ -219,11 +258,11 @@ static void test_trim_releases_idle_blocks_and_waits_only_when_asked(void **stat
   fake_device d;
   setup(&a, &d, 1 << 30, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, &b1);
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 8192, S, &b2);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, ID(S), &b1);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 8192, S, ID(S), &b2);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S));
   d.markers[0].done = 1;
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S, ID(S));
   uint64_t bytes = 0, blocks = 0;
   tsr_cuda_allocator_cache_get(&a, &bytes, &blocks);
   assert_int_equal(bytes, 1024 + 8192);
@@ -250,20 +289,20 @@ static void test_cap_frees_the_cache_then_refuses_with_the_figures(void **state)
   fake_device d;
   setup(&a, &d, 1 << 30, 4096);
   tsr_cuda_block *b1 = NULL, *b2 = NULL, *b3 = NULL;
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, &b1), TSR_OK);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, &b2), TSR_OK);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 512, S, &b3),
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, ID(S), &b1), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, ID(S), &b2), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 512, S, ID(S), &b3),
                    TSR_OUT_OF_MEMORY);
   assert_null(b3);
   assert_non_null(strstr(tsr_cuda_test_message(), "the allocator's cap"));
   assert_non_null(strstr(tsr_cuda_test_message(), "cap 4096 bytes"));
   // A cached 2048-byte block is given back so that a 1024-byte one fits.
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, &b3), TSR_OK);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S));
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, ID(S), &b3), TSR_OK);
   assert_int_equal(d.releases, 1);
   assert_int_equal(a.oom_retries, 2);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, S);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, S, ID(S));
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b3, S, ID(S));
   tsr_cuda_allocator_destroy(&a);
 }
 
@@ -273,15 +312,15 @@ static void test_device_full_retries_once_after_freeing_the_caches(void **state)
   fake_device d;
   setup(&a, &d, 3000, 0);
   tsr_cuda_block *b1 = NULL, *b2 = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, &b1);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, S, ID(S), &b1);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b1, S, ID(S));
   // T cannot take S's pending block, and the device has no room for another.
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, T, &b2), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 2048, T, ID(T), &b2), TSR_OK);
   assert_int_equal(d.syncs, 1);
   assert_int_equal(d.releases, 1);
   assert_int_equal(d.reserves, 2);
   assert_int_equal(a.oom_retries, 1);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, T);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b2, T, ID(T));
   tsr_cuda_allocator_destroy(&a);
 }
 
@@ -291,12 +330,12 @@ static void test_out_of_memory_message_has_the_fragmentation_figures(void **stat
   fake_device d;
   setup(&a, &d, 4096, 0);
   tsr_cuda_block *keep = NULL, *small = NULL, *mid = NULL, *big = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, &keep);
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 512, S, &small);
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1536, S, &mid);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), small, S);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), mid, S);
-  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4000, S, &big),
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1024, S, ID(S), &keep);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 512, S, ID(S), &small);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 1536, S, ID(S), &mid);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), small, S, ID(S));
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), mid, S, ID(S));
+  assert_int_equal(tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 4000, S, ID(S), &big),
                    TSR_OUT_OF_MEMORY);
   const char *m = tsr_cuda_test_message();
   assert_non_null(strstr(m, "out of memory for 4000 bytes (class 4096)"));
@@ -306,7 +345,7 @@ static void test_out_of_memory_message_has_the_fragmentation_figures(void **stat
   assert_non_null(strstr(m, "25.0%"));
   // The caches went back to the device before the retry.
   assert_int_equal(d.used, 1024);
-  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), keep, S);
+  tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), keep, S, ID(S));
   tsr_cuda_allocator_destroy(&a);
 }
 
@@ -316,9 +355,10 @@ static void test_double_free_is_an_invalid_argument(void **state) {
   fake_device d;
   setup(&a, &d, 1 << 20, 0);
   tsr_cuda_block *b = NULL;
-  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 64, S, &b);
-  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b, S), TSR_OK);
-  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b, S), TSR_INVALID_ARGUMENT);
+  tsr_cuda_allocator_alloc(&a, tsr_cuda_test_host(), 64, S, ID(S), &b);
+  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b, S, ID(S)), TSR_OK);
+  assert_int_equal(tsr_cuda_allocator_free(&a, tsr_cuda_test_host(), b, S, ID(S)),
+                   TSR_INVALID_ARGUMENT);
   assert_non_null(strstr(tsr_cuda_test_message(), "already freed"));
   tsr_cuda_allocator_destroy(&a);
 }
@@ -328,6 +368,8 @@ int main(void) {
       cmocka_unit_test(test_size_classes_waste_at_most_a_quarter),
       cmocka_unit_test(test_same_stream_reuses_a_freed_block_at_once),
       cmocka_unit_test(test_other_stream_waits_for_the_free_marker),
+      cmocka_unit_test(test_a_new_stream_at_a_freed_streams_address_waits_for_its_marker),
+      cmocka_unit_test(test_stream_ids_are_unique_and_never_zero),
       cmocka_unit_test(test_free_without_stream_synchronizes_and_serves_any_stream),
       cmocka_unit_test(test_stats_count_use_reservation_and_peak),
       cmocka_unit_test(test_trim_releases_idle_blocks_and_waits_only_when_asked),

@@ -174,6 +174,79 @@ static void test_empty_products_need_no_call(void **state) {
   assert_non_null(strstr(why, "K = 0"));
 }
 
+static void test_heuristics_are_told_each_operands_promised_alignment(void **state) {
+  (void)state;
+  tsr_tensor_desc a = packed(2, (int64_t[]){4, 3}), b = packed(2, (int64_t[]){3, 5});
+  tsr_tensor_desc bias = packed(2, (int64_t[]){1, 5}), out = packed(2, (int64_t[]){4, 5});
+  a.alignment = 16;
+  b.alignment = 256;
+  out.alignment = 64;
+  bias.alignment = 4;  // a bias sliced at an odd float: only 4 bytes
+  tsr_cuda_matmul_layout l;
+  const char *why = NULL;
+  assert_int_equal(tsr_cuda_matmul_layout_get(&a, &b, &bias, &out, TSR_ACTIVATION_NONE, &l, &why),
+                   TSR_OK);
+  tsr_cuda_matmul_alignment al;
+  tsr_cuda_matmul_alignment_get(&a, &b, &bias, &out, &l, &al);
+  // cuBLASLt's A is Tessera's b, its B Tessera's a.
+  assert_int_equal(al.a, 256);
+  assert_int_equal(al.b, 16);
+  assert_int_equal(al.c, 64);
+  assert_int_equal(al.d, 64);
+  assert_int_equal(al.bias, 4);
+  // Without a bias nothing is promised for one.
+  assert_int_equal(tsr_cuda_matmul_layout_get(&a, &b, NULL, &out, TSR_ACTIVATION_NONE, &l, &why),
+                   TSR_OK);
+  tsr_cuda_matmul_alignment_get(&a, &b, NULL, &out, &l, &al);
+  assert_int_equal(al.bias, 0);
+  // An undeclared alignment (0) promises nothing beyond a byte.
+  a.alignment = 0;
+  tsr_cuda_matmul_alignment_get(&a, &b, NULL, &out, &l, &al);
+  assert_int_equal(al.b, 1);
+}
+
+static void test_the_bias_stand_in_has_exactly_the_promised_alignment(void **state) {
+  (void)state;
+  // NULL would read as perfectly aligned to cuBLASLt's heuristics.
+  for (uint32_t alignment = 1; alignment <= 256; alignment *= 2) {
+    uintptr_t p = (uintptr_t)tsr_cuda_matmul_bias_standin(alignment);
+    assert_true(p != 0);
+    assert_int_equal(p % alignment, 0);
+    assert_int_not_equal(p % (2u * alignment), 0);
+  }
+  assert_true(tsr_cuda_matmul_bias_standin(0) != NULL);
+}
+
+static void test_a_batch_stride_lowers_the_promise_of_later_batches(void **state) {
+  (void)state;
+  // a [3, 4, 3] with batches 13 floats apart: batch 1 starts 52 bytes in,
+  // so only 4-byte alignment holds for every batch's pointer.
+  tsr_tensor_desc a = packed(3, (int64_t[]){3, 4, 3});
+  a.strides[0] = 13;
+  a.alignment = 256;
+  tsr_tensor_desc b = packed(3, (int64_t[]){3, 3, 5});
+  b.alignment = 256;  // batches 60 bytes apart: 4
+  tsr_tensor_desc out = packed(3, (int64_t[]){3, 4, 5});
+  out.alignment = 256;  // batches 80 bytes apart: 16
+  tsr_cuda_matmul_layout l;
+  const char *why = NULL;
+  assert_int_equal(tsr_cuda_matmul_layout_get(&a, &b, NULL, &out, TSR_ACTIVATION_NONE, &l, &why),
+                   TSR_OK);
+  tsr_cuda_matmul_alignment al;
+  tsr_cuda_matmul_alignment_get(&a, &b, NULL, &out, &l, &al);
+  assert_int_equal(al.b, 4);
+  assert_int_equal(al.a, 4);
+  assert_int_equal(al.d, 16);
+  // A broadcast weight (batch stride 0) keeps its own alignment.
+  tsr_tensor_desc w = packed(3, (int64_t[]){1, 3, 5});
+  w.strides[0] = 0;
+  w.alignment = 128;
+  assert_int_equal(tsr_cuda_matmul_layout_get(&a, &w, NULL, &out, TSR_ACTIVATION_NONE, &l, &why),
+                   TSR_OK);
+  tsr_cuda_matmul_alignment_get(&a, &w, NULL, &out, &l, &al);
+  assert_int_equal(al.a, 128);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_row_major_operands_map_without_transposes),
@@ -185,6 +258,9 @@ int main(void) {
       cmocka_unit_test(test_a_full_bias_matrix_falls_back),
       cmocka_unit_test(test_unfusable_activation_on_a_padded_out_falls_back),
       cmocka_unit_test(test_empty_products_need_no_call),
+      cmocka_unit_test(test_heuristics_are_told_each_operands_promised_alignment),
+      cmocka_unit_test(test_the_bias_stand_in_has_exactly_the_promised_alignment),
+      cmocka_unit_test(test_a_batch_stride_lowers_the_promise_of_later_batches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
