@@ -74,6 +74,7 @@ write_basic_package_version_file(
 install(FILES
   ${PROJECT_BINARY_DIR}/cmake/TesseraConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/TesseraConfigVersion.cmake
+  ${CMAKE_CURRENT_LIST_DIR}/TesseraPlugin.cmake
   DESTINATION ${TSR_CMAKE_INSTALL_DIR})
 
 # tessera.pc is written at install time, not configure time, so that its

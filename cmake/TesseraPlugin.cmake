@@ -1,14 +1,25 @@
-# tsr_add_plugin(NAME SOURCES ... [LIBRARIES ...] [FIXTURE])
-# Builds libtessera-<NAME>.so. The only project include directory it gets is
-# abi/include (and its own folder): a plugin cannot see core or SDK internals.
-# FIXTURE plugins go to the fixtures folder, where discovery never looks.
+# tsr_add_plugin(NAME SOURCES ... [LIBRARIES ...] [OBJECTS ...] [OUTPUT_NAME n]
+#                [FIXTURE] [NO_INSTALL])
+# Builds libtessera-<NAME>.so as every plugin must be built: a MODULE with
+# hidden visibility (its one export is tsr_plugin_entry, marked
+# TSR_ABI_EXPORT), linked with --no-undefined so that a missing symbol fails
+# the build rather than the load, named so that discovery finds it. The only
+# project include directory it gets is the ABI's: a plugin cannot see core or
+# SDK internals. Installed into the plugin folder unless NO_INSTALL; FIXTURE
+# plugins (Tessera's own tests) go to the fixtures folder, where discovery
+# never looks. The installed package (find_package(Tessera)) provides this
+# function too, for plugins built out of tree.
 function(tsr_add_plugin name)
   cmake_parse_arguments(P "FIXTURE;NO_INSTALL" "OUTPUT_NAME" "SOURCES;LIBRARIES;OBJECTS" ${ARGN})
   add_library(tessera-${name} MODULE ${P_SOURCES})
   if(P_OBJECTS)
     target_sources(tessera-${name} PRIVATE ${P_OBJECTS})
   endif()
-  target_link_libraries(tessera-${name} PRIVATE tessera_abi ${P_LIBRARIES})
+  if(TARGET tessera_abi)
+    target_link_libraries(tessera-${name} PRIVATE tessera_abi ${P_LIBRARIES})
+  else()
+    target_link_libraries(tessera-${name} PRIVATE Tessera::tessera_abi ${P_LIBRARIES})
+  endif()
   set_target_properties(tessera-${name} PROPERTIES
     C_VISIBILITY_PRESET hidden
     PREFIX "lib")
@@ -19,6 +30,10 @@ function(tsr_add_plugin name)
   if(P_FIXTURE)
     set_target_properties(tessera-${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${TSR_FIXTURE_DIR})
   elseif(NOT P_NO_INSTALL)
+    if(NOT TSR_PLUGIN_INSTALL_DIR)
+      include(GNUInstallDirs)
+      set(TSR_PLUGIN_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/tessera)
+    endif()
     install(TARGETS tessera-${name} LIBRARY DESTINATION ${TSR_PLUGIN_INSTALL_DIR})
   endif()
 endfunction()

@@ -38,6 +38,11 @@ foreach(file
     ${TSR_INCLUDEDIR}/tessera/abi.h
     ${TSR_INCLUDEDIR}/tessera/ops.h
     ${TSR_INCLUDEDIR}/tessera/tessera.h
+    ${TSR_INCLUDEDIR}/tessera/core.h
+    ${TSR_INCLUDEDIR}/tessera/plugin_kit.h
+    ${TSR_LIBDIR}/libtessera-plugin-kit.a
+    ${TSR_LIBDIR}/cmake/Tessera/TesseraPlugin.cmake
+    ${TSR_BINDIR}/tsr-conformance
     ${TSR_LIBDIR}/libtessera.so
     ${TSR_LIBDIR}/cmake/Tessera/TesseraConfig.cmake
     ${TSR_LIBDIR}/cmake/Tessera/TesseraConfigVersion.cmake
@@ -106,3 +111,18 @@ tsr_run("consumer build (pkg-config)"
 tsr_run("consumer run (pkg-config)"
   COMMAND ${TSR_WORK_DIR}/pkg-config/tsr-install-consumer ${prefix} OUTPUT_VARIABLE out)
 message(STATUS "${out}")
+
+# 3. A plugin of one's own: the five-op example, out of tree, on the
+# installed kit and tsr_add_plugin(), certified by the installed tool.
+tsr_run("five-op plugin configure (find_package)"
+  COMMAND ${CMAKE_COMMAND} -S ${TSR_FIVE_OP_DIR} -B ${TSR_WORK_DIR}/five-op
+    -G ${TSR_GENERATOR}
+    -DCMAKE_C_COMPILER=${TSR_C_COMPILER}
+    -DCMAKE_C_FLAGS=${TSR_C_FLAGS}
+    -DCMAKE_PREFIX_PATH=${prefix})
+tsr_run("five-op plugin build" COMMAND ${CMAKE_COMMAND} --build ${TSR_WORK_DIR}/five-op)
+tsr_run("five-op plugin certified by the installed tsr-conformance"
+  COMMAND ${prefix}/${TSR_BINDIR}/tsr-conformance --plugin
+    ${TSR_WORK_DIR}/five-op/libtessera-five.so OUTPUT_VARIABLE out)
+string(REGEX MATCH "Verdict: [^\n]*" verdict "${out}")
+message(STATUS "${verdict}")
