@@ -2,6 +2,7 @@
 // sections are a list walk and a few counters, far shorter than the
 // cudaMalloc they save, and devices never contend with each other.
 #include "allocator.h"
+#include "tessera/plugin_kit.h"
 
 #include <assert.h>
 #include <stdatomic.h>
@@ -271,12 +272,7 @@ void tsr_cuda_allocator_stats_get(tsr_cuda_allocator *allocator, tsr_allocator_s
   pthread_mutex_lock(&allocator->lock);
   tsr_allocator_stats s = allocator->stats;
   pthread_mutex_unlock(&allocator->lock);
-  size_t n = out_stats->struct_size < sizeof(s) ? out_stats->struct_size : sizeof(s);
-  size_t keep = out_stats->struct_size;
-  if (n > sizeof(size_t))
-    memcpy((char *)out_stats + sizeof(size_t), (const char *)&s + sizeof(size_t),
-           n - sizeof(size_t));
-  out_stats->struct_size = keep;
+  TSR_KIT_OUT_COPY(out_stats, s);
 }
 
 void tsr_cuda_allocator_cache_get(tsr_cuda_allocator *allocator, uint64_t *out_bytes,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuda_plan.h"
+#include "tessera/plugin_kit.h"
 
 // --- library handles --------------------------------------------------------
 
@@ -337,8 +338,7 @@ tsr_status tsr_cuda_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info *
       .saved_state_bytes = 0,
       .flags = plan->info_flags,
   };
-  size_t n = out_info->struct_size < sizeof(info) ? out_info->struct_size : sizeof(info);
-  memcpy(out_info, &info, n);
+  TSR_KIT_OUT_COPY(out_info, info);
   return TSR_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "cuda_plan.h"
 #include "cuda_plugin.h"
 #include "ref_plugin.h"
+#include "tessera/plugin_kit.h"
 
 static const tsr_host_api *g_host;
 static const tsr_plugin_api *g_ref;
@@ -266,10 +267,7 @@ static tsr_status tsr_cuda_device_props_get(int32_t device, tsr_device_props *ou
       .base_alignment = 256,
       .priority = 300,  // a GPU outranks every CPU plugin
   };
-  size_t n = out_props->struct_size < sizeof(props) ? out_props->struct_size : sizeof(props);
-  if (n > sizeof(size_t))
-    memcpy((char *)out_props + sizeof(size_t), (const char *)&props + sizeof(size_t),
-           n - sizeof(size_t));
+  TSR_KIT_OUT_COPY(out_props, props);
   return TSR_OK;
 }
 
@@ -280,19 +278,9 @@ TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
                                            const tsr_plugin_api **out_api) {
   if (out_api != NULL)
     *out_api = NULL;
-  if (host == NULL)
-    return TSR_INVALID_ARGUMENT;
-  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
-      host->abi_major != TSR_ABI_VERSION_MAJOR) {
-    return TSR_ABI_MISMATCH;
-  }
-  if (!TSR_ABI_HAS(host, tsr_host_api, error_set))
-    return TSR_INVALID_ARGUMENT;
-  if (!TSR_ABI_COVERS(host, tsr_host_api, thread_count)) {
-    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
-                           "cuda: host table of %zu bytes lacks functions it needs (%zu bytes)",
-                           host->struct_size, sizeof(tsr_host_api));
-  }
+  tsr_status checked = tsr_kit_host_check("cuda", host, TSR_KIT_HOST_THREADS);
+  if (checked != TSR_OK)
+    return checked;
   if (out_api == NULL)
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "cuda: out_api is NULL");
   tsr_status status = tsr_ref_plugin_create(host, &g_ref);

@@ -8,16 +8,38 @@
 static const tsr_host_api *g_host;
 static const char *g_name = "plugin";
 
-tsr_status tsr_kit_entry_begin(const char *name, const tsr_host_api *host) {
-  if (host == NULL || name == NULL || name[0] == '\0')
+tsr_status tsr_kit_host_check(const char *name, const tsr_host_api *host, uint32_t needs) {
+  // Without a usable host there is nowhere to send a message.
+  if (host == NULL)
     return TSR_INVALID_ARGUMENT;
-  // The kit calls log, error_set, mem_alloc and mem_free: all in 0.0's table.
-  if (host->struct_size < offsetof(tsr_host_api, mem_free) + sizeof(host->mem_free) ||
+  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
       host->abi_major != TSR_ABI_VERSION_MAJOR) {
     return TSR_ABI_MISMATCH;
   }
-  if (host->error_set == NULL || host->mem_alloc == NULL || host->mem_free == NULL)
+  if (!TSR_ABI_HAS(host, tsr_host_api, error_set))
     return TSR_INVALID_ARGUMENT;
+  size_t need = (needs & TSR_KIT_HOST_THREADS) ? offsetof(tsr_host_api, thread_count) + sizeof(void *)
+                                               : offsetof(tsr_host_api, mem_free) + sizeof(void *);
+  if (host->struct_size < need) {
+    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
+                           "%s: host table of %zu bytes lacks functions it needs (%zu bytes)", name,
+                           host->struct_size, need);
+  }
+  if (host->mem_alloc == NULL || host->mem_free == NULL ||
+      ((needs & TSR_KIT_HOST_THREADS) && (host->parallel_for == NULL || host->thread_count == NULL))) {
+    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
+                           "%s: host table has a NULL mem_alloc, mem_free%s", name,
+                           (needs & TSR_KIT_HOST_THREADS) ? ", parallel_for or thread_count" : "");
+  }
+  return TSR_OK;
+}
+
+tsr_status tsr_kit_entry_begin(const char *name, const tsr_host_api *host) {
+  if (name == NULL || name[0] == '\0')
+    return TSR_INVALID_ARGUMENT;
+  tsr_status status = tsr_kit_host_check(name, host, 0);
+  if (status != TSR_OK)
+    return status;
   g_host = host;
   g_name = name;
   return TSR_OK;

@@ -16,6 +16,7 @@
 #include "onednn_op.h"
 #include "onednn_plugin.h"
 #include "onednn_table.h"
+#include "tessera/plugin_kit.h"
 
 typedef struct tsr_onednn_plan {
   tsr_plugin_plan *own;  // ref's plan: checks, and the kernel when |op| is NULL
@@ -199,8 +200,7 @@ tsr_status tsr_onednn_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info
       .saved_state_bytes = plan->saved_state_bytes,
       .flags = plan->info_flags,
   };
-  size_t n = out_info->struct_size < sizeof(info) ? out_info->struct_size : sizeof(info);
-  memcpy(out_info, &info, n);
+  TSR_KIT_OUT_COPY(out_info, info);
   return TSR_OK;
 }
 

@@ -17,6 +17,7 @@
 #include "onednn_table.h"
 #include "ref_checks.h"
 #include "ref_plugin.h"
+#include "tessera/plugin_kit.h"
 
 #if defined(__AVX512F__)
 #define TSR_ONEDNN_BUILD_ISA "the build's flags: AVX-512"
@@ -234,19 +235,9 @@ TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
                                            const tsr_plugin_api **out_api) {
   if (out_api != NULL)
     *out_api = NULL;
-  if (host == NULL)
-    return TSR_INVALID_ARGUMENT;
-  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
-      host->abi_major != TSR_ABI_VERSION_MAJOR) {
-    return TSR_ABI_MISMATCH;
-  }
-  if (!TSR_ABI_HAS(host, tsr_host_api, error_set))
-    return TSR_INVALID_ARGUMENT;
-  if (!TSR_ABI_COVERS(host, tsr_host_api, thread_count)) {
-    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
-                           "onednn: host table of %zu bytes lacks functions it needs (%zu bytes)",
-                           host->struct_size, sizeof(tsr_host_api));
-  }
+  tsr_status checked = tsr_kit_host_check("onednn", host, TSR_KIT_HOST_THREADS);
+  if (checked != TSR_OK)
+    return checked;
   if (out_api == NULL) {
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "onednn: out_api is NULL");
   }

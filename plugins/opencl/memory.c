@@ -15,6 +15,7 @@
 
 #include "ocl.h"
 #include "ocl_table.h"
+#include "tessera/plugin_kit.h"
 
 #define TSR_OCL_MIN_CLASS_BYTES 256u
 #define TSR_OCL_CLASS_COUNT (4 * 64)
@@ -357,7 +358,7 @@ tsr_status tsr_ocl_allocator_stats_get(int32_t device, tsr_allocator_stats *out_
       .system_alloc_count = a->system_alloc_count,
   };
   pthread_mutex_unlock(&a->lock);
-  memcpy(out_stats, &stats, stats.struct_size < sizeof(stats) ? stats.struct_size : sizeof(stats));
+  TSR_KIT_OUT_COPY(out_stats, stats);
   return TSR_OK;
 }
 

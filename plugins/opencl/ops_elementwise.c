@@ -22,6 +22,7 @@
 
 #include "ocl.h"
 #include "plan.h"  // ref's: struct tsr_plugin_plan, tsr_ref_ew_plan, tsr_ref_optim_plan
+#include "tessera/plugin_kit.h"
 
 // Kinds as kernels/elementwise.cl numbers them.
 enum {
@@ -94,26 +95,6 @@ static const tsr_ocl_ew_state *ew_state_const(const tsr_ocl_plan *plan) {
 // ---------------------------------------------------------------------------
 // Dtypes.
 
-static const char *ew_dtype_name(tsr_dtype_t dtype) {
-  switch (dtype) {
-    case TSR_FLOAT32:
-      return "float32";
-    case TSR_FLOAT64:
-      return "float64";
-    case TSR_BFLOAT16:
-      return "bfloat16";
-    case TSR_FLOAT16:
-      return "float16";
-    case TSR_INT32:
-      return "int32";
-    case TSR_INT64:
-      return "int64";
-    case TSR_BOOL:
-      return "bool";
-    default:
-      return "unknown";
-  }
-}
 
 // The OpenCL C type of a dtype's values.
 static const char *ew_cl_type(tsr_dtype_t dtype) {
@@ -175,7 +156,7 @@ static tsr_status ew_dtype_check(const tsr_ocl_device *device, const char *op, c
     return tsr_ocl_error(TSR_UNSUPPORTED,
                          "opencl: %s: %s is %s; the elementwise kernels take float32, float64, "
                          "int32, int64 and bool",
-                         op, name, ew_dtype_name(dtype));
+                         op, name, tsr_kit_dtype_name(dtype));
   }
   if (dtype == TSR_FLOAT64 && !(device->caps & TSR_OCL_CAP_FP64)) {
     return tsr_ocl_error(TSR_UNSUPPORTED, "opencl: %s: %s is float64 and %s lacks cl_khr_fp64", op,

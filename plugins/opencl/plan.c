@@ -14,6 +14,7 @@
 #include "ocl.h"
 #include "ocl_table.h"
 #include "plan.h"  // ref's: struct tsr_plugin_plan and tsr_ref_operand
+#include "tessera/plugin_kit.h"
 
 static const tsr_ocl_op_impl *impl_of(int32_t op) {
   if (op <= TSR_OP_INVALID || op >= TSR_OP_COUNT) return NULL;
@@ -173,7 +174,7 @@ tsr_status tsr_ocl_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info *o
       .saved_state_bytes = 0,
       .flags = plan->info_flags,
   };
-  memcpy(out_info, &info, info.struct_size < sizeof(info) ? info.struct_size : sizeof(info));
+  TSR_KIT_OUT_COPY(out_info, info);
   return TSR_OK;
 }
 

@@ -14,6 +14,7 @@
 #include "ocl.h"
 #include "ocl_table.h"
 #include "ref_plugin.h"
+#include "tessera/plugin_kit.h"
 
 static const tsr_host_api *g_host;
 static const tsr_plugin_api *g_ref;
@@ -120,7 +121,7 @@ static tsr_status tsr_ocl_device_props_get(int32_t device, tsr_device_props *out
       // Above ref, below onednn: on a CPU runtime (pocl) oneDNN is faster.
       .priority = 150,
   };
-  memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));
+  TSR_KIT_OUT_COPY(out_props, props);
   return TSR_OK;
 }
 

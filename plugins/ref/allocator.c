@@ -18,6 +18,7 @@
 
 #include "buffer.h"
 #include "host.h"
+#include "tessera/plugin_kit.h"
 
 // 2^46 bytes (64 TiB) is beyond any machine ref runs on; refusing larger
 // requests up front keeps the class arithmetic free of overflow.
@@ -240,7 +241,7 @@ tsr_status tsr_ref_allocator_stats_get(int32_t device, tsr_allocator_stats *out_
   s.peak_bytes_in_use = atomic_load_explicit(&g_peak_bytes_in_use, memory_order_relaxed);
   // Copy only what the caller's struct holds: an older caller's is shorter.
   s.struct_size = out_stats->struct_size;
-  memcpy(out_stats, &s, s.struct_size < sizeof(s) ? s.struct_size : sizeof(s));
+  TSR_KIT_OUT_COPY(out_stats, s);
   return TSR_OK;
 }
 

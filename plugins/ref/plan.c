@@ -9,6 +9,7 @@
 #include "ref_checks.h"
 #include "signature.h"
 #include "stream.h"
+#include "tessera/plugin_kit.h"
 
 static const tsr_ref_plan_init_fn k_plan_inits[TSR_OP_COUNT] = {
     [TSR_OP_FILL] = tsr_ref_fill_plan_init,
@@ -131,7 +132,7 @@ tsr_status tsr_ref_plan_info_get(const tsr_plugin_plan *plan, tsr_plan_info *out
       .saved_state_bytes = 0,
       .flags = plan->info_flags,
   };
-  memcpy(out_info, &info, info.struct_size < sizeof(info) ? info.struct_size : sizeof(info));
+  TSR_KIT_OUT_COPY(out_info, info);
   return TSR_OK;
 }
 

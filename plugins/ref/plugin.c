@@ -7,6 +7,7 @@
 #include "plan.h"
 #include "ref_plugin.h"
 #include "stream.h"
+#include "tessera/plugin_kit.h"
 
 #if defined(__clang__)
 #define TSR_REF_COMPILER "clang " __clang_version__
@@ -66,7 +67,7 @@ static tsr_status tsr_ref_device_props_get(int32_t device, tsr_device_props *out
       .base_alignment = TSR_REF_BASE_ALIGNMENT,
       .priority = TSR_DEVICE_PRIORITY_REFERENCE,
   };
-  memcpy(out_props, &props, props.struct_size < sizeof(props) ? props.struct_size : sizeof(props));
+  TSR_KIT_OUT_COPY(out_props, props);
   return TSR_OK;
 }
 
@@ -114,24 +115,8 @@ static const tsr_plugin_api k_ref_api = {
 
 tsr_status tsr_ref_plugin_create(const tsr_host_api *host, const tsr_plugin_api **out_api) {
   if (out_api != NULL) *out_api = NULL;
-  // Without a usable host there is nowhere to send a message.
-  if (host == NULL) return TSR_INVALID_ARGUMENT;
-  if (host->struct_size < offsetof(tsr_host_api, abi_minor) + sizeof(uint32_t) ||
-      host->abi_major != TSR_ABI_VERSION_MAJOR) {
-    return TSR_ABI_MISMATCH;
-  }
-  if (!TSR_ABI_HAS(host, tsr_host_api, error_set)) return TSR_INVALID_ARGUMENT;
-  if (!TSR_ABI_COVERS(host, tsr_host_api, thread_count)) {
-    return host->error_set(host->ctx, TSR_ABI_MISMATCH,
-                           "ref: host table of %zu bytes lacks functions ref needs (%zu bytes)",
-                           host->struct_size, sizeof(tsr_host_api));
-  }
-  if (host->mem_alloc == NULL || host->mem_free == NULL || host->parallel_for == NULL ||
-      host->thread_count == NULL) {
-    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
-                           "ref: host table has a NULL mem_alloc, mem_free, parallel_for or "
-                           "thread_count");
-  }
+  tsr_status status = tsr_kit_host_check("ref", host, TSR_KIT_HOST_THREADS);
+  if (status != TSR_OK) return status;
   if (out_api == NULL) {
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "ref: out_api is NULL");
   }

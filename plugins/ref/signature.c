@@ -5,18 +5,6 @@
 
 #include "host.h"
 
-const char *tsr_ref_dtype_name(tsr_dtype_t dtype) {
-  switch (dtype) {
-    case TSR_FLOAT32: return "float32";
-    case TSR_FLOAT64: return "float64";
-    case TSR_BFLOAT16: return "bfloat16";
-    case TSR_FLOAT16: return "float16";
-    case TSR_INT32: return "int32";
-    case TSR_INT64: return "int64";
-    case TSR_BOOL: return "bool";
-    default: return "unknown";
-  }
-}
 
 static const char *tsr_ref_op_label(const tsr_op_signature *signature) {
   const char *name = tsr_op_name(signature->op);

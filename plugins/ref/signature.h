@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "tessera/plugin_kit.h"
 
 #define TSR_REF_DTYPES_HALF (TSR_DTYPE_BIT(TSR_BFLOAT16) | TSR_DTYPE_BIT(TSR_FLOAT16))
 // The catalogue's "float": float32, float64 and the half types.
@@ -42,8 +43,8 @@
    TSR_REF_OP_BIT(TSR_OP_BATCH_NORM) | TSR_REF_OP_BIT(TSR_OP_BATCH_NORM_BACKWARD) |            \
    TSR_REF_OP_BIT(TSR_OP_CROSS_ENTROPY) | TSR_REF_OP_BIT(TSR_OP_CROSS_ENTROPY_BACKWARD))
 
-// "float32", "bool"...; "unknown" outside the enum. Static storage.
-const char *tsr_ref_dtype_name(tsr_dtype_t dtype);
+// "float32", "bool"...; "unknown" outside the enum: the kit's names.
+#define tsr_ref_dtype_name tsr_kit_dtype_name
 
 // Checks the operand counts (|min_inputs|..|max_inputs| inputs,
 // |num_outputs| outputs) and validates every descriptor into plan->operands,

@@ -34,8 +34,21 @@ extern "C" {
 // ---------------------------------------------------------------------------
 // 1. Entry and messages
 
-// Checks |host| as docs/abi.md 3.1 asks (not NULL, a struct_size that covers
-// the entries the kit uses, the same ABI major) and keeps it with |name|
+// Host entries a plugin calls besides log, error_set, mem_alloc and mem_free
+// (tsr_kit_host_check's |needs|).
+enum {
+  TSR_KIT_HOST_THREADS = 1u << 0,  // parallel_for and thread_count
+};
+
+// Checks |host| as a plugin entry must (docs/abi.md 3.1): TSR_INVALID_ARGUMENT
+// for NULL or a NULL error_set, TSR_ABI_MISMATCH for another ABI major or a
+// table too short to carry what the plugin calls (error_set, mem_alloc,
+// mem_free, and the entries |needs| names), TSR_INVALID_ARGUMENT for a NULL
+// one of those. Once error_set is known good, the reason goes through it,
+// prefixed with |name|. Keeps nothing; thread-safe.
+tsr_status tsr_kit_host_check(const char *name, const tsr_host_api *host, uint32_t needs);
+
+// Checks |host| with tsr_kit_host_check (|needs| 0) and keeps it with |name|
 // (static storage, the plugin's tsr_plugin_api.name) for messages. Returns
 // TSR_OK, TSR_INVALID_ARGUMENT (NULL) or TSR_ABI_MISMATCH; the plugin's
 // entry returns it. Call first in tsr_plugin_entry. Not thread-safe.
