@@ -8,7 +8,12 @@
 #include "env.h"
 #include "error.h"
 #include "log.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "dispatch.h"
+#include "registry.h"
+#include "stream.h"
+#include "tensor.h"
 #include "thread_pool.h"
 #include "trace.h"
 

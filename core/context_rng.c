@@ -1,6 +1,6 @@
 // A context's random-number state and determinism switch (tessera.h).
 #include "error.h"
-#include "runtime.h"
+#include "context.h"
 
 tsr_status tsr_context_seed_set(tsr_context *context, uint64_t seed) {
   if (context == NULL)

@@ -5,7 +5,11 @@
 
 #include "error.h"
 #include "log.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "dispatch.h"
+#include "registry.h"
+#include "stream.h"
 
 static atomic_int next_global_id;
 

@@ -12,7 +12,9 @@
 
 #include "error.h"
 #include "log.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "registry.h"
 
 #ifndef TSR_INSTALLED_PLUGIN_DIR
 #define TSR_INSTALLED_PLUGIN_DIR "/usr/local/lib/tessera"

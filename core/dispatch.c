@@ -6,7 +6,12 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "dispatch.h"
+#include "storage.h"
+#include "stream.h"
+#include "tensor.h"
 #include "trace.h"
 
 static inline uint32_t alignment_of(uint64_t byte_offset, uint32_t base_alignment) {

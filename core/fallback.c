@@ -7,7 +7,12 @@
 
 #include "error.h"
 #include "log.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "dispatch.h"
+#include "storage.h"
+#include "stream.h"
+#include "tensor.h"
 
 typedef struct fallback_copy {
   tsr_storage *source;

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "device.h"
+#include "dispatch.h"
 
 typedef struct probe {
   tsr_tensor_desc in[6];

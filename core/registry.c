@@ -11,8 +11,9 @@
 #include "elf_check.h"
 #include "env.h"
 #include "error.h"
+#include "context.h"
 #include "log.h"
-#include "runtime.h"
+#include "registry.h"
 #include "thread_pool.h"
 
 // During ABI 0.x a breaking change bumps the minor; plugins built against a

@@ -6,7 +6,8 @@
 // training loop allocates nothing here after its first step.
 #include <stdlib.h>
 
-#include "runtime.h"
+#include "scope.h"
+#include "tensor.h"
 
 #define TSR_SCOPE_MAX_DEPTH 64
 

@@ -4,7 +4,10 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "device.h"
+#include "storage.h"
+#include "stream.h"
+#include "tensor.h"
 
 // Storage records are recycled per thread so that an eager op allocates no
 // host memory after warm-up.

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "stream.h"
 
 // The calling thread's current streams, by device global id. Small and
 // direct-mapped: a thread rarely uses more than a few devices.

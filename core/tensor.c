@@ -4,7 +4,12 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "context.h"
+#include "device.h"
+#include "scope.h"
+#include "storage.h"
+#include "stream.h"
+#include "tensor.h"
 
 // Released handles wait in a per-thread FIFO: new ones go to the tail, and
 // a handle is taken from the head only when more than TSR_TENSOR_QUARANTINE
