@@ -8,8 +8,9 @@ set -euo pipefail
 build_packages=(build-essential cmake pkg-config git zlib1g-dev libcmocka-dev)
 data_packages=(dataset-fashion-mnist)
 # Debian's PyTorch, for the test that exchanges safetensors files with it;
-# clang (with libFuzzer) for the fuzz targets.
-test_packages=(python3-venv python3-torch clang)
+# clang (with libFuzzer) for the fuzz targets; clang-format for the five-op
+# example's size check.
+test_packages=(python3-venv python3-torch clang clang-format)
 backend_packages=(libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd)
 packages=("${build_packages[@]}" "${data_packages[@]}" "${test_packages[@]}"
           "${backend_packages[@]}")

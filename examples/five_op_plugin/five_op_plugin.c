@@ -6,15 +6,15 @@
 // streams and events), checks every request against the catalogue's rules
 // and answers for everything not declared below, so what is left here is the
 // declarations and the arithmetic. docs/writing-a-plugin.md walks through it;
-// `tsr-conformance ./libtessera-five.so` certifies it.
+// `tsr-conformance --plugin ./libtessera-five.so` certifies it.
 #include <string.h>
 
 #include "tessera/plugin_kit.h"
 
 #define F32 TSR_DTYPE_BIT(TSR_FLOAT32)
 
-// A double attribute of |type| at |attrs|, or |fallback| where the caller's
-// struct is absent or too old to hold it.
+// Attribute |field| of |type| at |attrs| as a double, or |fallback| where the
+// caller's struct is absent or too old to hold it.
 #define ATTR(type, attrs, field, fallback)                               \
   ((attrs) != NULL && TSR_ABI_COVERS((const type *)(attrs), type, field) \
        ? (double)((const type *)(attrs))->field                          \
@@ -25,9 +25,8 @@
 static tsr_status binary(const tsr_kit_call *call) {
   const float *a = call->inputs[0], *b = call->inputs[1];
   float *out = call->outputs[0];
-  const tsr_binary_attrs *at = call->attrs;
-  int mul = at != NULL && at->fn == TSR_BINARY_MUL;
-  float alpha = (float)ATTR(tsr_binary_attrs, at, alpha, 1.0);
+  int mul = ATTR(tsr_binary_attrs, call->attrs, fn, TSR_BINARY_ADD) == TSR_BINARY_MUL;
+  float alpha = (float)ATTR(tsr_binary_attrs, call->attrs, alpha, 1.0);
   for (int64_t i = 0; i < call->numel; ++i) out[i] = mul ? a[i] * b[i] : a[i] + alpha * b[i];
   return TSR_OK;
 }
@@ -63,8 +62,7 @@ static tsr_status matmul(const tsr_kit_call *call) {
 // Walks x in order, keeping the index of the output element it adds into.
 static tsr_status reduce_sum(const tsr_kit_call *call) {
   const tsr_tensor_desc *xd = &call->args->inputs[0];
-  const tsr_reduce_attrs *at = call->attrs;
-  uint32_t mask = at != NULL ? at->axes_mask : 0;
+  uint32_t mask = (uint32_t)ATTR(tsr_reduce_attrs, call->attrs, axes_mask, 0);
   const float *x = call->inputs[0];
   float *out = call->outputs[0];
   int64_t index[TSR_MAX_RANK] = {0}, out_stride[TSR_MAX_RANK], total = 1, at_out = 0, s = 1;

@@ -106,7 +106,9 @@ enum {
 typedef struct tsr_kit_call {
   const tsr_op_signature *signature;  // the plan's copy (descriptors without buffers)
   const tsr_exec_args *args;          // this execution's descriptors
-  const void *attrs;                  // the plan's copy of signature->attrs, or NULL
+  // The plan's copy of signature->attrs (its struct_size as the caller
+  // wrote it, at most 256 bytes), or NULL; read fields with TSR_ABI_COVERS.
+  const void *attrs;
   void *inputs[TSR_MAX_OPERANDS];     // host address of each input's first element
   void *outputs[TSR_MAX_OPERANDS];    // likewise for the outputs
   int64_t numel;                      // elements of output 0
