@@ -46,17 +46,18 @@ static int32_t test_thread_count(void *ctx) {
   return 1;
 }
 
+// Designated, so that entries appended to the table later stay NULL here.
 static const tsr_host_api g_host = {
-    sizeof(tsr_host_api),
-    TSR_ABI_VERSION_MAJOR,
-    TSR_ABI_VERSION_MINOR,
-    NULL,
-    test_log,
-    test_error_set,
-    test_mem_alloc,
-    test_mem_free,
-    test_parallel_for,
-    test_thread_count,
+    .struct_size = sizeof(tsr_host_api),
+    .abi_major = TSR_ABI_VERSION_MAJOR,
+    .abi_minor = TSR_ABI_VERSION_MINOR,
+    .ctx = NULL,
+    .log = test_log,
+    .error_set = test_error_set,
+    .mem_alloc = test_mem_alloc,
+    .mem_free = test_mem_free,
+    .parallel_for = test_parallel_for,
+    .thread_count = test_thread_count,
 };
 
 const tsr_host_api *tsr_cuda_test_host(void) {
