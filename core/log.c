@@ -55,8 +55,9 @@ void tsr_log_configure(const char *spec) {
       {"debug", TSR_LOG_DEBUG},  {"info", TSR_LOG_INFO},   {"warning", TSR_LOG_WARNING},
       {"warn", TSR_LOG_WARNING}, {"error", TSR_LOG_ERROR}, {"off", TSR_LOG_OFF},
   };
+  // Quiet by default: a library prints only warnings and errors unless asked.
   if (spec == NULL || spec[0] == '\0') {
-    atomic_store_explicit(&g_threshold, TSR_LOG_INFO, memory_order_release);
+    atomic_store_explicit(&g_threshold, TSR_LOG_WARNING, memory_order_release);
     return;
   }
   for (size_t i = 0; i < sizeof(k_specs) / sizeof(k_specs[0]); ++i) {
@@ -66,9 +67,9 @@ void tsr_log_configure(const char *spec) {
     }
   }
   // Set before logging: tsr_log must not come back here through the once.
-  atomic_store_explicit(&g_threshold, TSR_LOG_INFO, memory_order_release);
+  atomic_store_explicit(&g_threshold, TSR_LOG_WARNING, memory_order_release);
   tsr_log(TSR_LOG_WARNING,
-          "TSR_LOG_LEVEL is \"%.64s\", expected debug, info, warning, error or off; using info",
+          "TSR_LOG_LEVEL is \"%.64s\", expected debug, info, warning, error or off; using warning",
           spec);
 }
 

@@ -352,19 +352,20 @@ static void test_log_writes_prefixed_lines_at_or_above_threshold(void **state) {
   assert_string_equal(text, "");
   free(text);
 
-  tsr_log_configure(NULL);  // default: info
-  assert_true(tsr_log_enabled(TSR_LOG_INFO));
-  assert_false(tsr_log_enabled(TSR_LOG_DEBUG));
+  tsr_log_configure(NULL);  // default: warning (quiet: no info lines)
+  assert_false(tsr_log_enabled(TSR_LOG_INFO));
+  assert_true(tsr_log_enabled(TSR_LOG_WARNING));
 }
 
-static void test_log_names_an_unknown_threshold_and_uses_info(void **state) {
+static void test_log_names_an_unknown_threshold_and_uses_warning(void **state) {
   (void)state;
   capture_begin();
   tsr_log_configure("verbose");
   char *text = capture_end();
   assert_non_null(strstr(text, "tessera: warning: TSR_LOG_LEVEL is \"verbose\""));
-  assert_true(tsr_log_enabled(TSR_LOG_INFO));
-  assert_false(tsr_log_enabled(TSR_LOG_DEBUG));
+  assert_non_null(strstr(text, "using warning"));
+  assert_false(tsr_log_enabled(TSR_LOG_INFO));
+  assert_true(tsr_log_enabled(TSR_LOG_WARNING));
   free(text);
 }
 
@@ -640,7 +641,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_reads_threshold_from_environment_on_first_use),
       cmocka_unit_test(test_log_writes_prefixed_lines_at_or_above_threshold),
-      cmocka_unit_test(test_log_names_an_unknown_threshold_and_uses_info),
+      cmocka_unit_test(test_log_names_an_unknown_threshold_and_uses_warning),
       cmocka_unit_test(test_log_writes_a_long_message_whole),
       cmocka_unit_test(test_log_lines_from_threads_do_not_interleave),
       cmocka_unit_test(test_trace_init_reads_TSR_TRACE_once),
