@@ -471,6 +471,89 @@ static void test_abi_op_function_enums_are_stable(void **state) {
   assert_int_equal(TSR_REDUCTION_SUM, 2);
 }
 
+// Every attribute initialiser sets this catalogue's struct_size and
+// PyTorch's defaults, and leaves nothing uninitialised (a struct filled with
+// 0xff first comes back with only the documented nonzero fields).
+static void test_abi_attrs_inits_set_struct_size_and_pytorch_defaults(void **state) {
+  (void)state;
+  tsr_conv2d_attrs conv;
+  memset(&conv, 0xff, sizeof(conv));
+  tsr_conv2d_attrs_init(&conv);
+  assert_int_equal(conv.struct_size, sizeof(conv));
+  assert_int_equal(conv.stride[0], 1);
+  assert_int_equal(conv.dilation[1], 1);
+  assert_int_equal(conv.groups, 1);
+  assert_int_equal(conv.pad_before[0] | conv.pad_after[1] | conv.has_bias, 0);
+  assert_int_equal(conv.activation, TSR_ACTIVATION_NONE);
+  tsr_pool2d_attrs pool;
+  memset(&pool, 0xff, sizeof(pool));
+  tsr_pool2d_attrs_init(&pool, TSR_POOL_AVG, 3, 2);
+  assert_int_equal(pool.kernel[0], 3);
+  assert_int_equal(pool.stride[0], 3);
+  assert_int_equal(pool.stride[1], 2);
+  assert_int_equal(pool.count_include_pad, 1);
+  assert_int_equal(pool.ceil_mode | pool.reserved, 0);
+  tsr_unary_attrs unary;
+  tsr_unary_attrs_init(&unary, TSR_UNARY_LEAKY_RELU);
+  assert_true(unary.alpha == 0.01);
+  tsr_unary_attrs_init(&unary, TSR_UNARY_ELU);
+  assert_true(unary.alpha == 1.0);
+  tsr_binary_attrs binary;
+  tsr_binary_attrs_init(&binary, TSR_BINARY_SUB);
+  assert_int_equal(binary.fn, TSR_BINARY_SUB);
+  assert_true(binary.alpha == 1.0);
+  tsr_matmul_attrs mm;
+  memset(&mm, 0xff, sizeof(mm));
+  tsr_matmul_attrs_init(&mm);
+  assert_true(mm.alpha == 1.0 && mm.beta == 0.0 && mm.has_bias == 0);
+  tsr_layer_norm_attrs ln;
+  tsr_layer_norm_attrs_init(&ln, 1);
+  assert_true(ln.eps == 1e-5 && ln.has_affine == 1 && ln.axis == 1);
+  tsr_batch_norm_attrs bn;
+  tsr_batch_norm_attrs_init(&bn);
+  assert_true(bn.momentum == 0.1 && bn.training == 1);
+  tsr_cross_entropy_attrs ce;
+  tsr_cross_entropy_attrs_init(&ce);
+  assert_int_equal(ce.ignore_index, -100);
+  assert_int_equal(ce.reduction, TSR_REDUCTION_MEAN);
+  tsr_rng_fill_attrs rng;
+  tsr_rng_fill_attrs_init(&rng, TSR_RNG_BERNOULLI);
+  assert_true(rng.a == 0.5);
+  tsr_rng_fill_attrs_init(&rng, TSR_RNG_NORMAL);
+  assert_true(rng.a == 0.0 && rng.b == 1.0);
+  tsr_adam_attrs adam;
+  tsr_adam_attrs_init(&adam);
+  assert_true(adam.lr == 1e-3 && adam.beta1 == 0.9 && adam.beta2 == 0.999 && adam.eps == 1e-8);
+  assert_int_equal(adam.step, 1);
+  tsr_sgd_attrs sgd;
+  tsr_sgd_attrs_init(&sgd);
+  assert_true(sgd.lr == 1e-3 && sgd.momentum == 0.0);
+  assert_int_equal(sgd.first_step, 1);
+  tsr_reduce_attrs reduce;
+  tsr_reduce_attrs_init(&reduce, TSR_REDUCE_MEAN, 6u);
+  assert_int_equal(reduce.struct_size, sizeof(reduce));
+  assert_int_equal(reduce.axes_mask, 6u);
+  tsr_fill_attrs fill;
+  tsr_fill_attrs_init(&fill);
+  tsr_clamp_attrs clamp;
+  tsr_clamp_attrs_init(&clamp);
+  assert_int_equal(clamp.has_min | clamp.has_max, 0);
+  tsr_compare_attrs cmp;
+  tsr_compare_attrs_init(&cmp, TSR_COMPARE_GE);
+  tsr_arg_reduce_attrs arg;
+  tsr_arg_reduce_attrs_init(&arg, TSR_ARG_REDUCE_ARGMIN, 2);
+  tsr_softmax_attrs sm;
+  tsr_softmax_attrs_init(&sm, -1);
+  tsr_concat_attrs cat;
+  tsr_concat_attrs_init(&cat, 0);
+  tsr_pad_attrs pad;
+  tsr_pad_attrs_init(&pad, TSR_PAD_REFLECT);
+  tsr_gather_attrs gather;
+  tsr_gather_attrs_init(&gather, 1);
+  assert_true(fill.value == 0.0 && cmp.fn == TSR_COMPARE_GE && arg.axis == 2 && sm.axis == -1 &&
+              cat.struct_size == sizeof(cat) && pad.mode == TSR_PAD_REFLECT && gather.axis == 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_abi_version_is_zero_three),
@@ -486,6 +569,7 @@ int main(void) {
       cmocka_unit_test(test_abi_dtype_size_of_every_dtype),
       cmocka_unit_test(test_abi_op_name_of_every_op),
       cmocka_unit_test(test_abi_op_function_enums_are_stable),
+      cmocka_unit_test(test_abi_attrs_inits_set_struct_size_and_pytorch_defaults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

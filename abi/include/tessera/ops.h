@@ -515,6 +515,168 @@ static inline const char *tsr_op_selector_name(tsr_op_id_t op, int32_t index) {
   return index >= 0 && index < tsr_op_selector_count(op) ? names[index] : (const char *)0;
 }
 
+// ---------------------------------------------------------------------------
+// Attribute initialisers: each zeroes the struct, sets struct_size to this
+// catalogue's size and every field to PyTorch's default for the op. A field
+// with no default (a function, an axis, a kernel size) is a parameter.
+// Header-only; thread-safe. Use them rather than a positional initialiser,
+// so that a later catalogue's appended fields get their defaults too.
+
+// Zeroes |bytes| at |attrs| and writes |bytes| as its struct_size.
+static inline void tsr_attrs_clear_(void *attrs, size_t bytes) {
+  unsigned char *p = (unsigned char *)attrs;
+  for (size_t i = 0; i < bytes; ++i) p[i] = 0;
+  *(size_t *)attrs = bytes;
+}
+
+// FILL: value 0.
+static inline void tsr_fill_attrs_init(tsr_fill_attrs *a) { tsr_attrs_clear_(a, sizeof(*a)); }
+
+// UNARY and UNARY_BACKWARD: |fn|; alpha 0.01 for LEAKY_RELU (negative_slope)
+// and 1 for ELU, as torch.nn.functional.
+static inline void tsr_unary_attrs_init(tsr_unary_attrs *a, tsr_unary_fn_t fn) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->fn = fn;
+  a->alpha = fn == TSR_UNARY_LEAKY_RELU ? 0.01 : fn == TSR_UNARY_ELU ? 1.0 : 0.0;
+}
+
+// BINARY: |fn|, alpha 1.
+static inline void tsr_binary_attrs_init(tsr_binary_attrs *a, tsr_binary_fn_t fn) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->fn = fn;
+  a->alpha = 1.0;
+}
+
+// COMPARE: |fn|.
+static inline void tsr_compare_attrs_init(tsr_compare_attrs *a, tsr_compare_fn_t fn) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->fn = fn;
+}
+
+// CLAMP: no bound (set min/has_min, max/has_max).
+static inline void tsr_clamp_attrs_init(tsr_clamp_attrs *a) { tsr_attrs_clear_(a, sizeof(*a)); }
+
+// REDUCE: |fn| over the axes in |axes_mask|.
+static inline void tsr_reduce_attrs_init(tsr_reduce_attrs *a, tsr_reduce_fn_t fn,
+                                         uint32_t axes_mask) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->fn = fn;
+  a->axes_mask = axes_mask;
+}
+
+// ARG_REDUCE: |fn| along |axis|.
+static inline void tsr_arg_reduce_attrs_init(tsr_arg_reduce_attrs *a, tsr_arg_reduce_fn_t fn,
+                                             int32_t axis) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->fn = fn;
+  a->axis = axis;
+}
+
+// MATMUL: alpha 1, beta 0, no activation, no bias.
+static inline void tsr_matmul_attrs_init(tsr_matmul_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->alpha = 1.0;
+  a->activation = TSR_ACTIVATION_NONE;
+}
+
+// CONV2D and its backward ops: stride 1, no padding, dilation 1, groups 1,
+// no activation, no bias (torch.nn.functional.conv2d).
+static inline void tsr_conv2d_attrs_init(tsr_conv2d_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->stride[0] = a->stride[1] = 1;
+  a->dilation[0] = a->dilation[1] = 1;
+  a->groups = 1;
+}
+
+// POOL2D and POOL2D_BACKWARD: |kind| over a |kernel_h| x |kernel_w| window,
+// stride = the kernel, no padding, dilation 1, floor mode, and (AVG) the
+// padding counted (torch.nn.functional.max_pool2d / avg_pool2d).
+static inline void tsr_pool2d_attrs_init(tsr_pool2d_attrs *a, tsr_pool_kind_t kind,
+                                         int64_t kernel_h, int64_t kernel_w) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->kind = kind;
+  a->kernel[0] = a->stride[0] = kernel_h;
+  a->kernel[1] = a->stride[1] = kernel_w;
+  a->dilation[0] = a->dilation[1] = 1;
+  a->count_include_pad = 1;
+}
+
+// SOFTMAX and SOFTMAX_BACKWARD: along |axis|, not log.
+static inline void tsr_softmax_attrs_init(tsr_softmax_attrs *a, int32_t axis) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->axis = axis;
+}
+
+// LAYER_NORM: normalised from |axis| on, with weight and bias, eps 1e-5.
+static inline void tsr_layer_norm_attrs_init(tsr_layer_norm_attrs *a, int32_t axis) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->axis = axis;
+  a->has_affine = 1;
+  a->eps = 1e-5;
+}
+
+// BATCH_NORM: eps 1e-5, momentum 0.1, training.
+static inline void tsr_batch_norm_attrs_init(tsr_batch_norm_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->eps = 1e-5;
+  a->momentum = 0.1;
+  a->training = 1;
+}
+
+// CONCAT: along |axis|.
+static inline void tsr_concat_attrs_init(tsr_concat_attrs *a, int32_t axis) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->axis = axis;
+}
+
+// PAD: |mode|, no padding yet, value 0.
+static inline void tsr_pad_attrs_init(tsr_pad_attrs *a, tsr_pad_mode_t mode) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->mode = mode;
+}
+
+// GATHER and SCATTER_ADD: along |axis|.
+static inline void tsr_gather_attrs_init(tsr_gather_attrs *a, int32_t axis) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->axis = axis;
+}
+
+// RNG_FILL: |distribution| with PyTorch's parameters: uniform on [0, 1),
+// standard normal, Bernoulli(0.5); seed and offset 0.
+static inline void tsr_rng_fill_attrs_init(tsr_rng_fill_attrs *a,
+                                           tsr_rng_distribution_t distribution) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->distribution = distribution;
+  a->a = distribution == TSR_RNG_BERNOULLI ? 0.5 : 0.0;
+  a->b = 1.0;
+}
+
+// CROSS_ENTROPY and its backward: mean reduction, ignore_index -100, no
+// label smoothing.
+static inline void tsr_cross_entropy_attrs_init(tsr_cross_entropy_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->reduction = TSR_REDUCTION_MEAN;
+  a->ignore_index = -100;
+}
+
+// SGD_UPDATE: lr 1e-3, no momentum, dampening or weight decay, first step.
+static inline void tsr_sgd_attrs_init(tsr_sgd_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->lr = 1e-3;
+  a->first_step = 1;
+}
+
+// ADAM_UPDATE: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay, step 1,
+// Adam's L2 decay (set decoupled_weight_decay for AdamW).
+static inline void tsr_adam_attrs_init(tsr_adam_attrs *a) {
+  tsr_attrs_clear_(a, sizeof(*a));
+  a->lr = 1e-3;
+  a->beta1 = 0.9;
+  a->beta2 = 0.999;
+  a->eps = 1e-8;
+  a->step = 1;
+}
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
