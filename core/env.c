@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "log.h"
@@ -37,4 +38,23 @@ int tsr_env_flag(const char *name, int fallback) {
   tsr_log(TSR_LOG_WARNING, "%s=%s is not 1 or 0 (on/off, true/false, yes/no); using %d", name,
           text, fallback);
   return fallback;
+}
+
+const char *tsr_env_path(const char *name, size_t max_bytes) {
+  const char *text = getenv(name);
+  if (text == NULL || text[0] == '\0')
+    return NULL;
+  const size_t length = strnlen(text, max_bytes);
+  if (length >= max_bytes) {
+    tsr_log(TSR_LOG_WARNING, "%s is a path of %zu bytes or more; ignoring it", name, max_bytes);
+    return NULL;
+  }
+  for (size_t i = 0; i < length; ++i) {
+    if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) {
+      tsr_log(TSR_LOG_WARNING, "%s=%.*s holds a control character; ignoring it", name,
+              (int)i, text);
+      return NULL;
+    }
+  }
+  return text;
 }

@@ -5,6 +5,7 @@
 #ifndef TESSERA_CORE_ENV_H_
 #define TESSERA_CORE_ENV_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 // The integer in environment variable |name|, within [min, max]; |fallback|
@@ -17,5 +18,10 @@ int64_t tsr_env_int(const char *name, int64_t min, int64_t max, int64_t fallback
 // any case); |fallback| when unset or empty, or with a warning when it is
 // anything else.
 int tsr_env_flag(const char *name, int fallback);
+
+// The path in |name|: NULL when it is unset or empty (silently), or with a
+// warning when it holds |max_bytes| bytes or more, or a control character
+// (a newline pasted into a setting). Points into the environment.
+const char *tsr_env_path(const char *name, size_t max_bytes);
 
 #endif  // TESSERA_CORE_ENV_H_

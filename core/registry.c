@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include "elf_check.h"
+#include "engine_cache.h"
 #include "env.h"
 #include "error.h"
-#include "context.h"
 #include "log.h"
+#include "context.h"
 #include "registry.h"
 #include "thread_pool.h"
 
@@ -88,6 +89,22 @@ static int32_t host_thread_count(void *ctx) {
   return p ? tsr_thread_pool_thread_count(p) : 1;
 }
 
+// The engine cache (ABI 0.4, docs/abi.md 6.2), keyed by the calling plugin's
+// identity and the thread count it runs with.
+static tsr_status host_engine_cache_get(void *ctx, const char *plugin_key, const char *class_key,
+                                        void *out_value, size_t *inout_bytes) {
+  const tsr_plugin *plugin = ctx;
+  return tsr_engine_cache_get(plugin ? plugin->api : NULL, host_thread_count(ctx), plugin_key,
+                              class_key, out_value, inout_bytes);
+}
+
+static tsr_status host_engine_cache_put(void *ctx, const char *plugin_key, const char *class_key,
+                                        const void *value, size_t bytes) {
+  const tsr_plugin *plugin = ctx;
+  return tsr_engine_cache_put(plugin ? plugin->api : NULL, host_thread_count(ctx), plugin_key,
+                              class_key, value, bytes);
+}
+
 static void host_table_fill(tsr_plugin *plugin) {
   tsr_host_api *h = &plugin->host;
   memset(h, 0, sizeof(*h));
@@ -101,6 +118,8 @@ static void host_table_fill(tsr_plugin *plugin) {
   h->mem_free = host_mem_free;
   h->parallel_for = host_parallel_for;
   h->thread_count = host_thread_count;
+  h->engine_cache_get = host_engine_cache_get;
+  h->engine_cache_put = host_engine_cache_put;
 }
 
 // --- thread pool ----------------------------------------------------------

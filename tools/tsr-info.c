@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <tessera/engine_cache.h>
 #include <tessera/tessera.h>
 
 // Column order of the op support matrix; indexed by tsr_dtype_t.
@@ -24,7 +25,8 @@ static void usage(FILE *out, const char *argv0) {
           "                    REDUCE's kinds, MATMUL's activations and bias, ...)\n"
           "  --help            this text\n"
           "\n"
-          "Environment: TSR_DEVICE, TSR_PLUGIN_PATH, TSR_NUM_THREADS, TSR_LOG_LEVEL.\n",
+          "Environment: TSR_DEVICE, TSR_PLUGIN_PATH, TSR_NUM_THREADS, TSR_LOG_LEVEL,\n"
+          "TSR_ENGINE_CACHE, TSR_ENGINE_CACHE_DIR.\n",
           argv0);
 }
 
@@ -85,6 +87,24 @@ static void print_dtype_mask(uint32_t mask) {
   printf("\n");
 }
 
+// Where plugins keep the engines they measured (the engine cache) and how
+// many decisions it holds for this machine, in all or for |plugin_name|.
+static void print_engine_cache(const tsr_context *context, const char *plugin_name,
+                               const char *indent) {
+  tsr_engine_cache_info info = {.struct_size = sizeof(info)};
+  if (tsr_engine_cache_info_get(context, plugin_name, &info) != TSR_OK) {
+    printf("%sengine cache: unavailable: %s\n", indent, tsr_last_error());
+  } else if (info.folder == NULL) {
+    if (plugin_name == NULL)  // said once, not again per plugin
+      printf("%sengine cache: off (%s)\n", indent, info.off_reason);
+  } else if (plugin_name != NULL) {
+    printf("%sengine cache: %" PRId64 " decisions for this machine\n", indent, info.decisions);
+  } else {
+    printf("%sengine cache: %s (%" PRId64 " decisions for this machine in %" PRId32 " files)\n",
+           indent, info.folder, info.decisions, info.files);
+  }
+}
+
 static void print_plugins(const tsr_context *context) {
   int32_t count = tsr_context_plugin_count(context);
   printf("\nPlugins loaded: %" PRId32 "\n", count);
@@ -112,6 +132,7 @@ static void print_plugins(const tsr_context *context) {
     if (listed == 0)
       printf(" none");
     printf("\n");
+    print_engine_cache(context, info.name, "    ");
   }
 }
 
@@ -405,6 +426,7 @@ int main(int argc, char **argv) {
          TSR_VERSION_MAJOR, TSR_VERSION_MINOR, TSR_VERSION_PATCH, TSR_ABI_VERSION_MAJOR,
          TSR_ABI_VERSION_MINOR);
   printf("threads: %" PRId32 "\n", tsr_context_thread_count(context));
+  print_engine_cache(context, NULL, "");
   print_plugins(context);
   print_rejected(context);
   print_devices(context);

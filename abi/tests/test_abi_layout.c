@@ -88,7 +88,12 @@ static void test_abi_host_api_layout(void **state) {
   FIELD(tsr_host_api, mem_free, 48);
   FIELD(tsr_host_api, parallel_for, 56);
   FIELD(tsr_host_api, thread_count, 64);
-  SIZE(tsr_host_api, 72);
+  FIELD(tsr_host_api, engine_cache_get, 72);
+  FIELD(tsr_host_api, engine_cache_put, 80);
+  SIZE(tsr_host_api, 88);
+  assert_int_equal(TSR_ENGINE_CACHE_KEY_MAX, 1024);
+  assert_int_equal(TSR_ENGINE_CACHE_CLASS_KEY_MAX, 256);
+  assert_int_equal(TSR_ENGINE_CACHE_VALUE_MAX, 1024);
 }
 
 static void test_abi_device_and_allocator_structs_layout(void **state) {
@@ -324,6 +329,18 @@ static int32_t fake_thread_count(void *ctx) {
   return 1;
 }
 
+static tsr_status fake_engine_cache_get(void *ctx, const char *plugin_key, const char *class_key,
+                                        void *out_value, size_t *inout_bytes) {
+  (void)ctx, (void)plugin_key, (void)class_key, (void)out_value, (void)inout_bytes;
+  return TSR_NOT_FOUND;
+}
+
+static tsr_status fake_engine_cache_put(void *ctx, const char *plugin_key, const char *class_key,
+                                        const void *value, size_t bytes) {
+  (void)ctx, (void)plugin_key, (void)class_key, (void)value, (void)bytes;
+  return TSR_OK;
+}
+
 // A table as an older plugin (or core) writes it: the same memory, a smaller
 // struct_size.
 static void test_abi_covers_only_fields_inside_struct_size(void **state) {
@@ -380,6 +397,18 @@ static void test_abi_has_needs_the_entry_present_and_covered(void **state) {
   host.thread_count = fake_thread_count;
   assert_true(TSR_ABI_HAS(&host, tsr_host_api, parallel_for));
   assert_false(TSR_ABI_HAS(&host, tsr_host_api, thread_count));
+  // A 0.3 core's host table ends at thread_count: no engine cache (0.4).
+  host.struct_size = offsetof(tsr_host_api, engine_cache_get);
+  host.engine_cache_get = fake_engine_cache_get;
+  host.engine_cache_put = fake_engine_cache_put;
+  assert_false(TSR_ABI_HAS(&host, tsr_host_api, engine_cache_get));
+  host.struct_size = offsetof(tsr_host_api, engine_cache_put);
+  assert_true(TSR_ABI_HAS(&host, tsr_host_api, engine_cache_get));
+  assert_false(TSR_ABI_HAS(&host, tsr_host_api, engine_cache_put));
+  host.struct_size = sizeof(host);
+  assert_true(TSR_ABI_HAS(&host, tsr_host_api, engine_cache_put));
+  host.engine_cache_put = NULL;
+  assert_false(TSR_ABI_HAS(&host, tsr_host_api, engine_cache_put));
 
   tsr_device_props props;
   memset(&props, 0, sizeof(props));

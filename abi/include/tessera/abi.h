@@ -125,6 +125,12 @@ typedef void (*tsr_parallel_fn)(void *arg, int64_t begin, int64_t end, int32_t t
 typedef int32_t tsr_log_level_t;
 enum { TSR_LOG_DEBUG = 0, TSR_LOG_INFO = 1, TSR_LOG_WARNING = 2, TSR_LOG_ERROR = 3 };
 
+// Bounds of the engine cache's keys and values (engine_cache_get/put, ABI
+// 0.4), in bytes: keys without their NUL, values as given.
+#define TSR_ENGINE_CACHE_KEY_MAX 1024
+#define TSR_ENGINE_CACHE_CLASS_KEY_MAX 256
+#define TSR_ENGINE_CACHE_VALUE_MAX 1024
+
 typedef struct tsr_host_api {
   size_t struct_size;
   uint32_t abi_major;
@@ -147,6 +153,32 @@ typedef struct tsr_host_api {
   tsr_status (*parallel_for)(void *ctx, int64_t count, int64_t grain, tsr_parallel_fn fn,
                              void *arg);
   int32_t (*thread_count)(void *ctx);
+
+  // --- ABI 0.4 ---
+  // Optional (check TSR_ABI_HAS): the persistent engine cache, where a plugin
+  // keeps the engine it measured best for a class of calls, from one process
+  // to the next (docs/abi.md 6.2). Only for plan creation, never a hot path.
+  // |plugin_key| names what the choice depends on besides the machine (the
+  // plugin's build and its libraries' versions: "onednn 3.4.1"); the core
+  // adds the plugin's name, version and build_info, the CPU, the thread
+  // count and the CPU set. Keys are printable ASCII, 1 to
+  // TSR_ENGINE_CACHE_KEY_MAX (|plugin_key|) or TSR_ENGINE_CACHE_CLASS_KEY_MAX
+  // (|class_key|) bytes; values are opaque, at most TSR_ENGINE_CACHE_VALUE_MAX
+  // bytes, and come from a file: validate them as input.
+  //
+  // get copies the value of |class_key| into |out_value| (capacity
+  // *|inout_bytes|) and sets *|inout_bytes| to its size; with |out_value|
+  // NULL it only sets the size. TSR_NOT_FOUND when there is none (or the
+  // cache is off); TSR_INVALID_ARGUMENT, with the size in *|inout_bytes|,
+  // when the value does not fit.
+  tsr_status (*engine_cache_get)(void *ctx, const char *plugin_key, const char *class_key,
+                                 void *out_value, size_t *inout_bytes);
+  // Records |bytes| bytes of |value| for |class_key|, replacing any value it
+  // had, and writes the plugin's file. The cache may drop a put (turned off,
+  // full, a folder it cannot write): TSR_OK then too, with a logged warning
+  // for a write that failed; only a bad argument (or no memory) is an error.
+  tsr_status (*engine_cache_put)(void *ctx, const char *plugin_key, const char *class_key,
+                                 const void *value, size_t bytes);
 } tsr_host_api;
 
 // ---------------------------------------------------------------------------
@@ -392,7 +424,9 @@ _Static_assert(offsetof(tsr_tensor_desc, storage_version) == 168, "ABI layout");
 _Static_assert(offsetof(tsr_tensor_desc, alias_group) == 176, "ABI layout");
 _Static_assert(offsetof(tsr_host_api, ctx) == 16, "ABI layout");
 _Static_assert(offsetof(tsr_host_api, thread_count) == 64, "ABI layout");
-_Static_assert(sizeof(tsr_host_api) == 72, "ABI layout");
+_Static_assert(offsetof(tsr_host_api, engine_cache_get) == 72, "ABI layout");
+_Static_assert(offsetof(tsr_host_api, engine_cache_put) == 80, "ABI layout");
+_Static_assert(sizeof(tsr_host_api) == 88, "ABI layout");
 _Static_assert(sizeof(tsr_device_props) == 48, "ABI layout");
 _Static_assert(offsetof(tsr_device_props, priority) == 40, "ABI layout");
 _Static_assert(sizeof(tsr_allocator_stats) == 56, "ABI layout");
