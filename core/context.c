@@ -170,7 +170,9 @@ void tsr_context_destroy(tsr_context *context) {
     d->plugin->api->stream_synchronize(d->default_stream->handle);
   }
   tsr_tensor_free_lists_trim();
-  for (int32_t i = 0; i < context->device_count; ++i) tsr_device_destroy(context->devices[i]);
+  // Devices are retired, not freed: tensors the application still holds
+  // point at them (tsr_device_retire).
+  for (int32_t i = 0; i < context->device_count; ++i) tsr_device_retire(context->devices[i]);
   for (int32_t i = context->plugin_count - 1; i >= 0; --i) {
     tsr_registry_plugin_release(context->plugins[i]);
   }

@@ -1,5 +1,6 @@
 // Devices: one per (plugin, index), with a default stream and a plan cache.
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,43 @@ void tsr_device_destroy(tsr_device *device) {
   tsr_plan_cache_destroy(&device->plan_cache, destroy);
   tsr_stream_release(device->default_stream);
   free(device);
+}
+
+// Retired devices, freed when the library is unloaded or the process exits.
+static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static tsr_device **g_retired;
+static size_t g_retired_count, g_retired_capacity;
+
+__attribute__((destructor)) static void tsr_retired_devices_free(void) {
+  for (size_t i = 0; i < g_retired_count; ++i) free(g_retired[i]);
+  free(g_retired);
+  g_retired = NULL;
+  g_retired_count = g_retired_capacity = 0;
+}
+
+void tsr_device_retire(tsr_device *device) {
+  if (device == NULL) return;
+  const tsr_plugin_api *api = device->plugin->api;
+  if (device->default_stream != NULL) api->stream_synchronize(device->default_stream->handle);
+  tsr_status (*destroy)(tsr_plugin_plan *) =
+      TSR_ABI_HAS(api, tsr_plugin_api, plan_destroy) ? api->plan_destroy : NULL;
+  tsr_plan_cache_destroy(&device->plan_cache, destroy);
+  tsr_stream_release(device->default_stream);
+  device->default_stream = NULL;
+  device->owner = NULL;
+  atomic_store(&device->retired, 1);
+  pthread_mutex_lock(&g_retired_lock);
+  if (g_retired_count == g_retired_capacity) {
+    size_t capacity = g_retired_capacity ? 2 * g_retired_capacity : 16;
+    tsr_device **grown = realloc(g_retired, capacity * sizeof(*grown));
+    if (grown != NULL) {
+      g_retired = grown;
+      g_retired_capacity = capacity;
+    }
+  }
+  // Without room the struct is leaked, never freed under a live tensor.
+  if (g_retired_count < g_retired_capacity) g_retired[g_retired_count++] = device;
+  pthread_mutex_unlock(&g_retired_lock);
 }
 
 tsr_status tsr_device_check_status(tsr_device *device, tsr_status status) {

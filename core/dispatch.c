@@ -436,6 +436,10 @@ static tsr_status dispatch_common(tsr_op_id_t op, int32_t num_inputs, tsr_tensor
                       op_name, device->name, t->device->name);
     }
   }
+  if (atomic_load_explicit(&device->retired, memory_order_relaxed)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: the context of device %s was destroyed",
+                         op_name, device->name);
+  }
   if (atomic_load_explicit(&device->lost, memory_order_relaxed)) {
     return tsr_fail(device, TSR_DEVICE_LOST, "%s: device %s is lost", op_name, device->name);
   }

@@ -119,6 +119,12 @@ void tsr_storage_release(tsr_storage *storage) {
   if (!tsr_ref_drop(&storage->refs))
     return;
   tsr_device *device = storage->device;
+  if (atomic_load_explicit(&device->retired, memory_order_relaxed)) {
+    // Its context, plugin state and streams are gone: only the handle's
+    // record is freed (docs/sdk.md, "Tensors").
+    storage_record_put(storage);
+    return;
+  }
   const tsr_plugin_api *api = device->plugin->api;
   tsr_stream *owner = atomic_load(&storage->streams[0]);
   tsr_plugin_stream *free_on = owner->handle;

@@ -159,6 +159,11 @@ tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t ran
 
 tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype, int32_t rank,
                              const int64_t *sizes) {
+  if (atomic_load_explicit(&device->retired, memory_order_relaxed)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "%s: the context of device %s was destroyed", what,
+                  device->name);
+    return NULL;
+  }
   int64_t numel = 0;
   if (tsr_shape_check(what, dtype, rank, sizes, &numel) != TSR_OK) {
     tsr_fail(device, tsr_error_status(), "%s", tsr_error_message());

@@ -73,6 +73,10 @@ tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_by
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: the handle was released");
   }
   tsr_device *device = tensor->device;
+  if (atomic_load_explicit(&device->retired, memory_order_relaxed)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "tensor_to_host: the context of device %s was destroyed", device->name);
+  }
   uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
   if (bytes != dst_bytes) {
     return tsr_fail(device, TSR_INVALID_ARGUMENT,
