@@ -31,12 +31,14 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/abi.h
   ${PROJECT_SOURCE_DIR}/abi/include/tessera/ops.h
   ${PROJECT_SOURCE_DIR}/core/include/tessera/core.h
+  ${PROJECT_SOURCE_DIR}/core/include/tessera/engine_cache.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/tessera.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/autograd.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/nn.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/optim.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/data.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/io.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/ops_more.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/dlpack.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
 

@@ -72,7 +72,7 @@ tsr_status tsr_thread_trim_hook_add(void (*fn)(void)) {
                        TSR_TRIM_HOOKS);
 }
 
-static const char *dtype_name(tsr_dtype_t dtype) {
+const char *tsr_dtype_name(tsr_dtype_t dtype) {
   static const char *names[] = {"float32", "float64", "bfloat16", "float16",
                                 "int32",   "int64",   "bool"};
   return dtype >= 0 && dtype < TSR_DTYPE_COUNT ? names[dtype] : "unknown";
@@ -106,7 +106,7 @@ tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank, co
   int64_t bytes;
   if (__builtin_mul_overflow(numel, (int64_t)tsr_dtype_size(dtype), &bytes)) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %lld elements of %s overflow a byte count",
-                         what, (long long)numel, dtype_name(dtype));
+                         what, (long long)numel, tsr_dtype_name(dtype));
   }
   *out_numel = numel;
   return TSR_OK;

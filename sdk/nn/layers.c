@@ -12,27 +12,6 @@
 #include "runtime.h"
 #include "tessera/tessera.h"
 
-static const char *dtype_name(tsr_dtype_t dtype) {
-  switch (dtype) {
-    case TSR_FLOAT32:
-      return "float32";
-    case TSR_FLOAT64:
-      return "float64";
-    case TSR_BFLOAT16:
-      return "bfloat16";
-    case TSR_FLOAT16:
-      return "float16";
-    case TSR_INT32:
-      return "int32";
-    case TSR_INT64:
-      return "int64";
-    case TSR_BOOL:
-      return "bool";
-    default:
-      return "unknown";
-  }
-}
-
 static int is_float(tsr_dtype_t dtype) {
   return dtype == TSR_FLOAT32 || dtype == TSR_FLOAT64 || dtype == TSR_BFLOAT16 ||
          dtype == TSR_FLOAT16;
@@ -52,7 +31,7 @@ static const char *sizes_str(int32_t rank, const int64_t *sizes, char *buf, size
 static tsr_tensor *forward_fail(const tsr_module *m, const tsr_tensor *x, const char *detail) {
   char shape[160];
   tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x %s %s: %s", m->kind,
-           sizes_str(x->rank, x->sizes, shape, sizeof(shape)), dtype_name(x->dtype), detail);
+           sizes_str(x->rank, x->sizes, shape, sizeof(shape)), tsr_dtype_name(x->dtype), detail);
   return NULL;
 }
 
@@ -61,7 +40,7 @@ static int dtype_matches(const tsr_module *m, const tsr_tensor *x) {
   if (m->num_params == 0 || x->dtype == m->params[0].tensor->dtype)
     return 1;
   char detail[96];
-  snprintf(detail, sizeof(detail), "the parameters are %s", dtype_name(m->params[0].tensor->dtype));
+  snprintf(detail, sizeof(detail), "the parameters are %s", tsr_dtype_name(m->params[0].tensor->dtype));
   forward_fail(m, x, detail);
   return 0;
 }

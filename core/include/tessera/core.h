@@ -62,6 +62,9 @@ TSR_API TSR_MUST_USE tsr_status tsr_last_status(void);
 TSR_API void tsr_last_error_clear(void);
 // A short name for |status| ("invalid argument"). Static storage. Thread-safe.
 TSR_API const char *tsr_status_name(tsr_status status);
+// The name of |dtype| as PyTorch spells it ("float32", "int64", "bool");
+// "unknown" outside the enum. Static storage. Thread-safe.
+TSR_API const char *tsr_dtype_name(tsr_dtype_t dtype);
 
 // ---------------------------------------------------------------------------
 // Context

@@ -205,5 +205,7 @@ static inline tsr_tensor *tsr_gelu(tsr_tensor *x) { return tsr_unary(x, TSR_UNAR
 #include "tessera/optim.h"
 #include "tessera/data.h"
 #include "tessera/io.h"
+// PyTorch-style functions over the ops above: stack, split, var, norm, ...
+#include "tessera/ops_more.h"
 
 #endif  // TESSERA_TESSERA_H_
