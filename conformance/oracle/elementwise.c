@@ -211,7 +211,7 @@ static double unary_derivative_conditioning(tsr_unary_fn_t fn, double x, double 
   return isfinite(c) ? c : 0.0;
 }
 
-static int64_t unary_int(tsr_unary_fn_t fn, int64_t x, tsr_dtype_t dtype) {
+int64_t tsr_oracle_unary_int(tsr_unary_fn_t fn, int64_t x, tsr_dtype_t dtype) {
   switch (fn) {
     case TSR_UNARY_NEG: return tsr_oracle_wrap((int64_t)(0 - (uint64_t)x), dtype);
     case TSR_UNARY_ABS: return x < 0 ? tsr_oracle_wrap((int64_t)(0 - (uint64_t)x), dtype) : x;
@@ -235,7 +235,7 @@ static tsr_status unary_compute(tsr_oracle_call *call) {
   if (out->iv != NULL) {
     tsr_oracle_mark(out, TSR_ORACLE_EXACT);
     for (int64_t i = 0; i < out->numel; ++i) {
-      tsr_oracle_tensor_set(out, i, 0, unary_int(attrs->fn, x->iv[i], out->dtype));
+      tsr_oracle_tensor_set(out, i, 0, tsr_oracle_unary_int(attrs->fn, x->iv[i], out->dtype));
     }
     return TSR_OK;
   }
@@ -277,7 +277,7 @@ static tsr_status unary_backward_compute(tsr_oracle_call *call) {
   return TSR_OK;
 }
 
-static int binary_accepts(tsr_binary_fn_t fn, tsr_dtype_t dtype) {
+int tsr_oracle_binary_accepts(tsr_binary_fn_t fn, tsr_dtype_t dtype) {
   if (fn == TSR_BINARY_LOGICAL_AND || fn == TSR_BINARY_LOGICAL_OR || fn == TSR_BINARY_LOGICAL_XOR) {
     return dtype == TSR_BOOL;
   }
@@ -286,8 +286,24 @@ static int binary_accepts(tsr_binary_fn_t fn, tsr_dtype_t dtype) {
   return tsr_oracle_dtype_is_float(dtype) || tsr_oracle_dtype_is_int(dtype);
 }
 
-static int64_t binary_int(tsr_binary_fn_t fn, int64_t a, int64_t b, int64_t alpha,
-                          tsr_dtype_t dtype) {
+double tsr_oracle_binary_value(tsr_binary_fn_t fn, double a, double b, double alpha) {
+  switch (fn) {
+    case TSR_BINARY_ADD: return a + alpha * b;
+    case TSR_BINARY_SUB: return a - alpha * b;
+    case TSR_BINARY_MUL: return a * b;
+    case TSR_BINARY_DIV: return a / b;
+    case TSR_BINARY_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case TSR_BINARY_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case TSR_BINARY_POW: return pow(a, b);
+    case TSR_BINARY_LOGICAL_AND: return (a != 0) && (b != 0);
+    case TSR_BINARY_LOGICAL_OR: return (a != 0) || (b != 0);
+    case TSR_BINARY_LOGICAL_XOR: return (a != 0) != (b != 0);
+    default: return NAN;
+  }
+}
+
+int64_t tsr_oracle_binary_int(tsr_binary_fn_t fn, int64_t a, int64_t b, int64_t alpha,
+                              tsr_dtype_t dtype) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b, ual = (uint64_t)alpha;
   int64_t min = dtype == TSR_INT32 ? INT32_MIN : INT64_MIN;
   switch (fn) {
@@ -313,7 +329,7 @@ static tsr_status binary_compute(tsr_oracle_call *call) {
   const tsr_oracle_tensor *b = &call->inputs[1];
   tsr_oracle_tensor *out = &call->outputs[0];
   tsr_binary_fn_t fn = attrs->fn;
-  if (!binary_accepts(fn, out->dtype)) {
+  if (!tsr_oracle_binary_accepts(fn, out->dtype)) {
     return tsr_oracle_fail(call, TSR_INVALID_ARGUMENT, "binary fn %d does not take %s", (int)fn,
                            tsr_oracle_dtype_name(out->dtype));
   }
@@ -327,7 +343,8 @@ static tsr_status binary_compute(tsr_oracle_call *call) {
     tsr_oracle_cast_double(attrs->alpha, out->dtype, &alpha_v, &alpha_i);
     tsr_oracle_mark(out, TSR_ORACLE_EXACT);
     for (int64_t i = 0; i < out->numel; ++i) {
-      tsr_oracle_tensor_set(out, i, 0, binary_int(fn, a->iv[i], b->iv[i], alpha_i, out->dtype));
+      tsr_oracle_tensor_set(out, i, 0,
+                            tsr_oracle_binary_int(fn, a->iv[i], b->iv[i], alpha_i, out->dtype));
     }
     return TSR_OK;
   }
@@ -336,17 +353,8 @@ static tsr_status binary_compute(tsr_oracle_call *call) {
   int exact = fn != TSR_BINARY_POW && !(uses_alpha && alpha != 1.0);
   tsr_oracle_mark(out, exact ? TSR_ORACLE_EXACT : TSR_ORACLE_TOLERANCE);
   for (int64_t i = 0; i < out->numel; ++i) {
-    double x = a->v[i], y = b->v[i], r;
-    switch (fn) {
-      case TSR_BINARY_ADD: r = x + alpha * y; break;
-      case TSR_BINARY_SUB: r = x - alpha * y; break;
-      case TSR_BINARY_MUL: r = x * y; break;
-      case TSR_BINARY_DIV: r = x / y; break;
-      case TSR_BINARY_MAXIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x > y ? x : y); break;
-      case TSR_BINARY_MINIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x < y ? x : y); break;
-      case TSR_BINARY_POW: r = pow(x, y); break;
-      default: r = NAN;
-    }
+    double x = a->v[i], y = b->v[i];
+    double r = tsr_oracle_binary_value(fn, x, y, alpha);
     out->v[i] = r;
     if (!exact) {
       double bnd;
@@ -361,6 +369,31 @@ static tsr_status binary_compute(tsr_oracle_call *call) {
     }
   }
   return TSR_OK;
+}
+
+int tsr_oracle_compare_value(tsr_compare_fn_t fn, double a, double b) {
+  // C's comparisons already give false with a NaN, and true for !=.
+  switch (fn) {
+    case TSR_COMPARE_EQ: return a == b;
+    case TSR_COMPARE_NE: return a != b;
+    case TSR_COMPARE_LT: return a < b;
+    case TSR_COMPARE_LE: return a <= b;
+    case TSR_COMPARE_GT: return a > b;
+    default: return a >= b;
+  }
+}
+
+double tsr_oracle_clamp_value(double x, const tsr_clamp_attrs *attrs, tsr_dtype_t dtype) {
+  double lo, hi;
+  int64_t unused;
+  tsr_oracle_cast_double(attrs->min, dtype, &lo, &unused);
+  tsr_oracle_cast_double(attrs->max, dtype, &hi, &unused);
+  double r = x;
+  if (!isnan(r)) {
+    if (attrs->has_min) r = isnan(lo) ? lo : (r < lo ? lo : r);
+    if (attrs->has_max && !isnan(r)) r = isnan(hi) ? hi : (r > hi ? hi : r);
+  }
+  return r;
 }
 
 static tsr_status compare_compute(tsr_oracle_call *call) {
@@ -385,16 +418,7 @@ static tsr_status compare_compute(tsr_oracle_call *call) {
         default: r = x >= y; break;
       }
     } else {
-      // C's comparisons already give false with a NaN, and true for !=.
-      double x = a->v[i], y = b->v[i];
-      switch (attrs->fn) {
-        case TSR_COMPARE_EQ: r = x == y; break;
-        case TSR_COMPARE_NE: r = x != y; break;
-        case TSR_COMPARE_LT: r = x < y; break;
-        case TSR_COMPARE_LE: r = x <= y; break;
-        case TSR_COMPARE_GT: r = x > y; break;
-        default: r = x >= y; break;
-      }
+      r = tsr_oracle_compare_value(attrs->fn, a->v[i], b->v[i]);
     }
     tsr_oracle_tensor_set(out, i, 0, r);
   }
@@ -421,12 +445,7 @@ static tsr_status clamp_compute(tsr_oracle_call *call) {
       if (attrs->has_max && r > hi_i) r = hi_i;
       tsr_oracle_tensor_set(out, i, 0, r);
     } else {
-      double r = x->v[i];
-      if (!isnan(r)) {
-        if (attrs->has_min) r = isnan(lo_v) ? lo_v : (r < lo_v ? lo_v : r);
-        if (attrs->has_max && !isnan(r)) r = isnan(hi_v) ? hi_v : (r > hi_v ? hi_v : r);
-      }
-      out->v[i] = r;
+      out->v[i] = tsr_oracle_clamp_value(x->v[i], attrs, out->dtype);
     }
   }
   return TSR_OK;

@@ -1,4 +1,5 @@
 // The oracle's dispatcher: which file models which op.
+#include <stdlib.h>
 #include <string.h>
 
 #include "oracle_internal.h"
@@ -68,4 +69,46 @@ tsr_status tsr_oracle_compute(tsr_oracle_call *call) {
                            (int)call->num_inputs, (int)call->num_outputs);
   }
   return fn(call);
+}
+
+tsr_oracle_tensor tsr_oracle_tensor_over(tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
+                                         double *values) {
+  tsr_oracle_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.dtype = dtype;
+  t.rank = rank;
+  t.numel = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    t.sizes[d] = sizes[d];
+    t.numel *= sizes[d];
+  }
+  t.v = values;
+  t.compute = tsr_oracle_compute_dtype(dtype);
+  return t;
+}
+
+tsr_status tsr_oracle_compute_values(int32_t op, const void *attrs, int32_t num_inputs,
+                                     const tsr_oracle_tensor *inputs, int32_t num_outputs,
+                                     tsr_oracle_tensor *outputs) {
+  enum { MAX_OUTPUTS = 8 };
+  double *scratch[MAX_OUTPUTS] = {0};
+  tsr_oracle_call call = {op, attrs, num_inputs, num_outputs, inputs, outputs, {0}};
+  tsr_status status = TSR_OK;
+  if (num_outputs < 1 || num_outputs > MAX_OUTPUTS) return TSR_INVALID_ARGUMENT;
+  for (int32_t k = 0; k < num_outputs; ++k) {
+    if (outputs[k].bound != NULL) continue;
+    scratch[k] = calloc((size_t)(outputs[k].numel > 0 ? outputs[k].numel : 1), sizeof(double));
+    if (scratch[k] == NULL) {
+      status = TSR_OUT_OF_MEMORY;
+      goto done;
+    }
+    outputs[k].bound = scratch[k];
+  }
+  status = tsr_oracle_compute(&call);
+done:
+  for (int32_t k = 0; k < num_outputs; ++k) {
+    if (scratch[k] != NULL) outputs[k].bound = NULL;
+    free(scratch[k]);
+  }
+  return status;
 }

@@ -118,17 +118,54 @@ void tsr_oracle_element_load(const void *src, tsr_dtype_t dtype, double *out_v, 
 void tsr_oracle_element_store(void *dst, tsr_dtype_t dtype, double v, int64_t iv);
 const char *tsr_oracle_dtype_name(tsr_dtype_t dtype);
 
-// --- scalar functions, exported for the finite-difference self-tests --------
+// --- scalar functions -------------------------------------------------------
+//
+// The repository's one float64 reading of each elementwise function: the
+// finite-difference self-tests, the suite, and every plugin's and the SDK's
+// tests call these rather than keep their own. Pure and thread-safe.
 
-// UNARY's f(x) and f'(x) (docs/abi.md 10.5) in float64.
+// UNARY's f(x) and f'(x) (docs/abi.md 10.5) in float64; f'(NaN) is NaN.
 double tsr_oracle_unary_value(tsr_unary_fn_t fn, double x, double alpha);
 double tsr_oracle_unary_derivative(tsr_unary_fn_t fn, double x, double alpha);
+// UNARY of an int or bool |x|, exact, wrapped to |dtype|'s width.
+int64_t tsr_oracle_unary_int(tsr_unary_fn_t fn, int64_t x, tsr_dtype_t dtype);
 // 1 when |fn| has a backward in the catalogue.
 int tsr_oracle_unary_has_backward(tsr_unary_fn_t fn);
 // 1 when |fn| accepts |dtype| (docs/abi.md 10.5 table).
 int tsr_oracle_unary_accepts(tsr_unary_fn_t fn, tsr_dtype_t dtype);
-// The fused epilogue activation of MATMUL and CONV2D.
+// BINARY's a op b (docs/abi.md 10.6) in float64: ADD and SUB scale b by
+// |alpha|; MAXIMUM and MINIMUM propagate NaN; the LOGICAL fns give 0 or 1.
+double tsr_oracle_binary_value(tsr_binary_fn_t fn, double a, double b, double alpha);
+// BINARY of ints, exact, wrapped to |dtype|'s width: DIV truncates toward
+// zero, x / 0 is 0 and MIN / -1 is MIN.
+int64_t tsr_oracle_binary_int(tsr_binary_fn_t fn, int64_t a, int64_t b, int64_t alpha,
+                              tsr_dtype_t dtype);
+// 1 when |fn| accepts |dtype| (docs/abi.md 10.6).
+int tsr_oracle_binary_accepts(tsr_binary_fn_t fn, tsr_dtype_t dtype);
+// COMPARE's a op b (docs/abi.md 10.7) of floats: 1 or 0; a NaN makes every
+// fn but NE false.
+int tsr_oracle_compare_value(tsr_compare_fn_t fn, double a, double b);
+// CLAMP of |x| (docs/abi.md 10.9) with |attrs|' bounds converted to |dtype|
+// first (CAST's rule); NaN stays NaN, a NaN bound gives NaN.
+double tsr_oracle_clamp_value(double x, const tsr_clamp_attrs *attrs, tsr_dtype_t dtype);
+// The fused epilogue activation of MATMUL and CONV2D; NONE returns |v|.
 double tsr_oracle_activation_value(tsr_activation_t act, double v);
+
+// --- float64 host arrays, for tests ----------------------------------------
+
+// A float tensor of |dtype| and |sizes| over the caller's row-major
+// |values|: nothing is copied or owned (never pass it to
+// tsr_oracle_tensor_destroy), and |bound| is NULL. As an input it is read;
+// as an output of tsr_oracle_compute_values it receives the values.
+tsr_oracle_tensor tsr_oracle_tensor_over(tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
+                                         double *values);
+// Evaluates |op| with |attrs| as tsr_oracle_compute does, for callers that
+// want the values only: outputs whose |bound| is NULL get scratch bounds for
+// the call's duration. TSR_OUT_OF_MEMORY when that scratch cannot be had.
+// Thread-safe.
+tsr_status tsr_oracle_compute_values(int32_t op, const void *attrs, int32_t num_inputs,
+                                     const tsr_oracle_tensor *inputs, int32_t num_outputs,
+                                     tsr_oracle_tensor *outputs);
 
 // Philox-4x32-10 as docs/abi.md 10.22 defines it.
 void tsr_oracle_philox4x32(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);

@@ -1,17 +1,22 @@
-// Float64 reference loops for the SDK op tests.
+// Float64 references for the SDK op tests.
 //
-// Every expected value in sdk/tests is computed here, on the host, from the
-// same data the device sees, with plain loops in double (int64 for exact
-// integer results). Nothing here knows about Tessera's internals: views are
-// described by their own (sizes, strides, offset) over a host array, so a view
-// bug in the SDK cannot hide behind the same bug in the oracle.
+// Every expected value in sdk/tests is computed on the host, from the same
+// data the device sees, in double (int64 for exact integer results). The
+// functions and loops themselves are the conformance oracle's
+// (conformance/oracle, target tsr_oracle): this header adds what the SDK's
+// tests need around them, the strided views, broadcasting and NumPy-style
+// shapes. Nothing here knows about Tessera's internals: views are described
+// by their own (sizes, strides, offset) over a host array, so a view bug in
+// the SDK cannot hide behind the same bug in the oracle.
 #ifndef TESSERA_SDK_TESTS_ORACLE_H_
 #define TESSERA_SDK_TESTS_ORACLE_H_
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "oracle/oracle.h"  // conformance/oracle/oracle.h, not this file
 #include "tessera/ops.h"
 
 #define ORC_MAX_RANK TSR_MAX_RANK
@@ -165,380 +170,373 @@ static inline int orc_is_int(tsr_dtype_t dtype) {
   return dtype == TSR_INT32 || dtype == TSR_INT64;
 }
 
-static inline double orc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static inline double orc_gelu_tanh_u(double x) {
-  return sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
-}
-static inline double orc_phi(double x) { return exp(-0.5 * x * x) / sqrt(2.0 * M_PI); }
-static inline double orc_Phi(double x) { return 0.5 * (1.0 + erf(x / sqrt(2.0))); }
-
+// The scalar functions are the oracle's; these names stay for the tests.
 static inline double orc_unary(tsr_unary_fn_t fn, double x, double alpha) {
-  switch (fn) {
-    case TSR_UNARY_NEG: return -x;
-    case TSR_UNARY_ABS: return fabs(x);
-    case TSR_UNARY_EXP: return exp(x);
-    case TSR_UNARY_LOG: return log(x);
-    case TSR_UNARY_SQRT: return sqrt(x);
-    case TSR_UNARY_RSQRT: return 1.0 / sqrt(x);
-    case TSR_UNARY_RECIPROCAL: return 1.0 / x;
-    case TSR_UNARY_SQUARE: return x * x;
-    case TSR_UNARY_SIN: return sin(x);
-    case TSR_UNARY_COS: return cos(x);
-    case TSR_UNARY_TANH: return tanh(x);
-    case TSR_UNARY_SIGMOID: return orc_sigmoid(x);
-    case TSR_UNARY_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
-    case TSR_UNARY_GELU: return x * orc_Phi(x);
-    case TSR_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(orc_gelu_tanh_u(x)));
-    case TSR_UNARY_SILU: return x * orc_sigmoid(x);
-    case TSR_UNARY_LEAKY_RELU: return x > 0 ? x : alpha * x;
-    case TSR_UNARY_ELU: return x > 0 ? x : alpha * (exp(x) - 1.0);
-    case TSR_UNARY_SIGN: return isnan(x) ? x : (x > 0) - (x < 0);
-    case TSR_UNARY_FLOOR: return floor(x);
-    case TSR_UNARY_CEIL: return ceil(x);
-    case TSR_UNARY_ROUND: return nearbyint(x);  // default rounding mode: half to even
-    case TSR_UNARY_LOGICAL_NOT: return x == 0 ? 1.0 : 0.0;
-    case TSR_UNARY_LOG1P: return log1p(x);
-    case TSR_UNARY_EXPM1: return expm1(x);
-    case TSR_UNARY_ERF: return erf(x);
-    default: return NAN;
-  }
+  return tsr_oracle_unary_value(fn, x, alpha);
 }
 
 // f'(x), analytic; NAN for functions without a backward.
 static inline double orc_unary_derivative(tsr_unary_fn_t fn, double x, double alpha) {
-  switch (fn) {
-    case TSR_UNARY_NEG: return -1.0;
-    case TSR_UNARY_ABS: return (x > 0) - (x < 0);
-    case TSR_UNARY_EXP: return exp(x);
-    case TSR_UNARY_LOG: return 1.0 / x;
-    case TSR_UNARY_SQRT: return 0.5 / sqrt(x);
-    case TSR_UNARY_RSQRT: return -0.5 / (x * sqrt(x));
-    case TSR_UNARY_RECIPROCAL: return -1.0 / (x * x);
-    case TSR_UNARY_SQUARE: return 2.0 * x;
-    case TSR_UNARY_SIN: return cos(x);
-    case TSR_UNARY_COS: return -sin(x);
-    case TSR_UNARY_TANH: return 1.0 - tanh(x) * tanh(x);
-    case TSR_UNARY_SIGMOID: return orc_sigmoid(x) * (1.0 - orc_sigmoid(x));
-    case TSR_UNARY_RELU: return x > 0 ? 1.0 : 0.0;
-    case TSR_UNARY_GELU: return orc_Phi(x) + x * orc_phi(x);
-    case TSR_UNARY_GELU_TANH: {
-      double t = tanh(orc_gelu_tanh_u(x));
-      double du = sqrt(2.0 / M_PI) * (1.0 + 3.0 * 0.044715 * x * x);
-      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
-    }
-    case TSR_UNARY_SILU: return orc_sigmoid(x) * (1.0 + x * (1.0 - orc_sigmoid(x)));
-    case TSR_UNARY_LEAKY_RELU: return x > 0 ? 1.0 : alpha;
-    case TSR_UNARY_ELU: return x > 0 ? 1.0 : alpha * exp(x);
-    case TSR_UNARY_LOG1P: return 1.0 / (1.0 + x);
-    case TSR_UNARY_EXPM1: return exp(x);
-    case TSR_UNARY_ERF: return 2.0 / sqrt(M_PI) * exp(-x * x);
-    default: return NAN;
-  }
+  return tsr_oracle_unary_derivative(fn, x, alpha);
 }
 
 static inline int orc_unary_has_backward(tsr_unary_fn_t fn) {
-  return !(fn == TSR_UNARY_SIGN || fn == TSR_UNARY_FLOOR || fn == TSR_UNARY_CEIL ||
-           fn == TSR_UNARY_ROUND || fn == TSR_UNARY_LOGICAL_NOT);
+  return tsr_oracle_unary_has_backward(fn);
 }
 
-// Which dtypes ops.h allows for |fn| (of f32 f64 i32 i64 bool).
+// Which dtypes ops.h allows for |fn|.
 static inline int orc_unary_allows(tsr_unary_fn_t fn, tsr_dtype_t dtype) {
-  if (fn == TSR_UNARY_LOGICAL_NOT) return dtype == TSR_BOOL;
-  if (orc_is_float(dtype)) return 1;
-  if (orc_is_int(dtype)) {
-    return fn == TSR_UNARY_NEG || fn == TSR_UNARY_ABS || fn == TSR_UNARY_SQUARE ||
-           fn == TSR_UNARY_RELU || fn == TSR_UNARY_SIGN;
-  }
-  return 0;
+  return tsr_oracle_unary_accepts(fn, dtype);
 }
 
 // Exact integer unary functions (inputs small enough not to overflow).
 static inline int64_t orc_unary_int(tsr_unary_fn_t fn, int64_t x) {
-  switch (fn) {
-    case TSR_UNARY_NEG: return -x;
-    case TSR_UNARY_ABS: return x < 0 ? -x : x;
-    case TSR_UNARY_SQUARE: return x * x;
-    case TSR_UNARY_RELU: return x > 0 ? x : 0;
-    case TSR_UNARY_SIGN: return (x > 0) - (x < 0);
-    default: return 0;
-  }
+  return tsr_oracle_unary_int(fn, x, TSR_INT64);
 }
 
 static inline double orc_binary(tsr_binary_fn_t fn, double a, double b, double alpha) {
-  switch (fn) {
-    case TSR_BINARY_ADD: return a + alpha * b;
-    case TSR_BINARY_SUB: return a - alpha * b;
-    case TSR_BINARY_MUL: return a * b;
-    case TSR_BINARY_DIV: return a / b;
-    case TSR_BINARY_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case TSR_BINARY_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case TSR_BINARY_POW: return pow(a, b);
-    case TSR_BINARY_LOGICAL_AND: return (a != 0) && (b != 0);
-    case TSR_BINARY_LOGICAL_OR: return (a != 0) || (b != 0);
-    case TSR_BINARY_LOGICAL_XOR: return (a != 0) != (b != 0);
-    default: return NAN;
-  }
+  return tsr_oracle_binary_value(fn, a, b, alpha);
 }
 
 // Integer binary ops, exact; DIV truncates toward zero and x / 0 is 0.
 static inline int64_t orc_binary_int(tsr_binary_fn_t fn, int64_t a, int64_t b, int64_t alpha) {
-  switch (fn) {
-    case TSR_BINARY_ADD: return a + alpha * b;
-    case TSR_BINARY_SUB: return a - alpha * b;
-    case TSR_BINARY_MUL: return a * b;
-    case TSR_BINARY_DIV: return b == 0 ? 0 : a / b;
-    case TSR_BINARY_MAXIMUM: return a > b ? a : b;
-    case TSR_BINARY_MINIMUM: return a < b ? a : b;
-    default: return 0;
-  }
+  return tsr_oracle_binary_int(fn, a, b, alpha, TSR_INT64);
 }
 
 static inline int orc_binary_allows(tsr_binary_fn_t fn, tsr_dtype_t dtype) {
-  if (fn >= TSR_BINARY_LOGICAL_AND) return dtype == TSR_BOOL;
-  if (fn == TSR_BINARY_POW) return orc_is_float(dtype);
-  return orc_is_float(dtype) || orc_is_int(dtype);
+  return tsr_oracle_binary_accepts(fn, dtype);
 }
 
 static inline int orc_compare(tsr_compare_fn_t fn, double a, double b) {
-  switch (fn) {
-    case TSR_COMPARE_EQ: return a == b;
-    case TSR_COMPARE_NE: return a != b;
-    case TSR_COMPARE_LT: return a < b;
-    case TSR_COMPARE_LE: return a <= b;
-    case TSR_COMPARE_GT: return a > b;
-    case TSR_COMPARE_GE: return a >= b;
-    default: return -1;
-  }
+  return fn >= 0 && fn < TSR_COMPARE_FN_COUNT ? tsr_oracle_compare_value(fn, a, b) : -1;
 }
 
 static inline double orc_activation(tsr_activation_t act, double x) {
-  switch (act) {
-    case TSR_ACTIVATION_NONE: return x;
-    case TSR_ACTIVATION_RELU: return x > 0 ? x : 0.0;
-    case TSR_ACTIVATION_GELU: return x * orc_Phi(x);
-    case TSR_ACTIVATION_GELU_TANH: return 0.5 * x * (1.0 + tanh(orc_gelu_tanh_u(x)));
-    case TSR_ACTIVATION_SIGMOID: return orc_sigmoid(x);
-    case TSR_ACTIVATION_TANH: return tanh(x);
-    default: return NAN;
-  }
+  return tsr_oracle_activation_value(act, x);
 }
 
 // ---------------------------------------------------------------------------
 // CAST of one element, on raw typed storage, exactly as ops.h states.
 
 static inline void orc_cast_element(tsr_dtype_t from, const void *src, tsr_dtype_t to, void *dst) {
-  int from_float = orc_is_float(from);
-  double f = 0;
-  int64_t i = 0;
-  switch (from) {
-    case TSR_FLOAT32: f = *(const float *)src; break;
-    case TSR_FLOAT64: f = *(const double *)src; break;
-    case TSR_INT32: i = *(const int32_t *)src; break;
-    case TSR_INT64: i = *(const int64_t *)src; break;
-    case TSR_BOOL: i = *(const uint8_t *)src != 0; break;
-    default: break;
+  double v, cast_v;
+  int64_t iv, cast_iv;
+  tsr_oracle_element_load(src, from, &v, &iv);
+  if (tsr_oracle_dtype_is_float(from)) {
+    tsr_oracle_cast_double(v, to, &cast_v, &cast_iv);
+  } else {
+    tsr_oracle_cast_int(iv, to, &cast_v, &cast_iv);
   }
-  switch (to) {
-    case TSR_FLOAT32:
-      *(float *)dst = from_float ? (float)f : (float)i;
-      break;
-    case TSR_FLOAT64:
-      *(double *)dst = from_float ? f : (double)i;
-      break;
-    case TSR_BOOL:
-      *(uint8_t *)dst = from_float ? (f != 0) : (i != 0);
-      break;
-    case TSR_INT32:
-    case TSR_INT64: {
-      int64_t lo = to == TSR_INT32 ? INT32_MIN : INT64_MIN;
-      int64_t hi = to == TSR_INT32 ? INT32_MAX : INT64_MAX;
-      int64_t v;
-      if (from_float) {
-        // Truncate toward zero, saturate at [lo, hi], NaN -> 0. hi + 1 is a
-        // power of two, exact in double.
-        double t = trunc(f);
-        double limit = to == TSR_INT32 ? 2147483648.0 : 9223372036854775808.0;
-        if (isnan(f)) v = 0;
-        else if (t >= limit) v = hi;
-        else if (t < -limit) v = lo;
-        else v = (int64_t)t;
-      } else {
-        v = i;  // callers keep int -> int values in range
-      }
-      if (v > hi) v = hi;
-      if (v < lo) v = lo;
-      if (to == TSR_INT32) *(int32_t *)dst = (int32_t)v;
-      else *(int64_t *)dst = v;
-      break;
-    }
-    default:
-      break;
-  }
+  tsr_oracle_element_store(dst, to, cast_v, cast_iv);
 }
 
 // ---------------------------------------------------------------------------
-// Reductions over a contiguous row-major x, into the keepdim-shaped out.
+// Reductions over a contiguous row-major x, into the keepdim-shaped out: the
+// oracle's REDUCE and ARG_REDUCE. Where the oracle refuses (MAX or MIN over
+// an empty axis) every output is NaN, which no tensor matches.
 
-typedef struct orc_reduce_result {
-  double value;
-  double abs_sum;  // sum of |x| over the reduced elements, for tolerances
-  int64_t count;
-} orc_reduce_result;
-
-// Fills out[] (keepdim shape, row-major) and abs_sum[], count per element.
+// Fills out[] (keepdim shape, row-major), and abs_sum[] (the sum of |x|
+// over the reduced elements, for tolerances) and count[] per element.
 static inline void orc_reduce(tsr_reduce_fn_t fn, int32_t rank, const int64_t *sizes,
                               uint32_t mask, const double *x, double *out, double *abs_sum,
                               int64_t *count) {
-  int64_t osz[ORC_MAX_RANK];
-  for (int32_t d = 0; d < rank; ++d) osz[d] = (mask & (1u << d)) ? 1 : sizes[d];
-  int64_t on = orc_numel(rank, osz);
+  int64_t osz[ORC_MAX_RANK], reduced = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    osz[d] = (mask & (1u << d)) ? 1 : sizes[d];
+    if (mask & (1u << d)) reduced *= sizes[d];
+  }
+  int64_t n = orc_numel(rank, sizes), on = orc_numel(rank, osz);
+  double *ax = (double *)malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
+  tsr_oracle_tensor in = tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes, (double *)x);
+  tsr_oracle_tensor y = tsr_oracle_tensor_over(TSR_FLOAT64, rank, osz, out);
+  int ok = ax != NULL && tsr_oracle_compute_values(TSR_OP_REDUCE, &attrs, 1, &in, 1, &y) == TSR_OK;
+  if (ok) {
+    for (int64_t i = 0; i < n; ++i) ax[i] = fabs(x[i]);
+    attrs.fn = TSR_REDUCE_SUM;
+    in.v = ax;
+    y.v = abs_sum;
+    ok = tsr_oracle_compute_values(TSR_OP_REDUCE, &attrs, 1, &in, 1, &y) == TSR_OK;
+  }
   for (int64_t o = 0; o < on; ++o) {
-    out[o] = fn == TSR_REDUCE_PROD ? 1.0
-           : fn == TSR_REDUCE_MAX  ? -INFINITY
-           : fn == TSR_REDUCE_MIN  ? INFINITY
-                                   : 0.0;
-    abs_sum[o] = 0;
-    count[o] = 0;
+    if (!ok) out[o] = abs_sum[o] = NAN;
+    count[o] = reduced;
   }
-  int64_t n = orc_numel(rank, sizes);
-  int64_t idx[ORC_MAX_RANK] = {0};
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t o = 0;
-    for (int32_t d = 0; d < rank; ++d) o = o * osz[d] + ((mask & (1u << d)) ? 0 : idx[d]);
-    double v = x[i];
-    switch (fn) {
-      case TSR_REDUCE_SUM:
-      case TSR_REDUCE_MEAN: out[o] += v; break;
-      case TSR_REDUCE_PROD: out[o] *= v; break;
-      case TSR_REDUCE_MAX: if (isnan(v) || v > out[o]) out[o] = isnan(out[o]) ? out[o] : v; break;
-      case TSR_REDUCE_MIN: if (isnan(v) || v < out[o]) out[o] = isnan(out[o]) ? out[o] : v; break;
-      default: break;
-    }
-    abs_sum[o] += fabs(v);
-    count[o] += 1;
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-  if (fn == TSR_REDUCE_MEAN) {
-    for (int64_t o = 0; o < on; ++o) out[o] = count[o] ? out[o] / (double)count[o] : NAN;
-  }
+  free(ax);
 }
 
 // Integer SUM, PROD, MAX, MIN, exact, wrapping modulo 2^|bits| for SUM and
-// PROD (computed in uint64, then narrowed).
-static inline int64_t orc_wrap(uint64_t v, int bits) {
-  if (bits == 64) return (int64_t)v;
-  uint32_t low = (uint32_t)v;
-  return low >= 0x80000000u ? (int64_t)low - 4294967296LL : (int64_t)low;
-}
-
+// PROD. Where the oracle refuses, every output is INT64_MIN.
 static inline void orc_reduce_int(tsr_reduce_fn_t fn, int bits, int32_t rank, const int64_t *sizes,
                                   uint32_t mask, const int64_t *x, int64_t *out) {
+  tsr_dtype_t dtype = bits == 32 ? TSR_INT32 : TSR_INT64;
   int64_t osz[ORC_MAX_RANK];
   for (int32_t d = 0; d < rank; ++d) osz[d] = (mask & (1u << d)) ? 1 : sizes[d];
-  int64_t on = orc_numel(rank, osz);
-  uint64_t acc[4096];
-  int seen[4096];
-  for (int64_t o = 0; o < on && o < 4096; ++o) {
-    acc[o] = fn == TSR_REDUCE_PROD ? 1u : 0u;
-    seen[o] = 0;
-  }
-  int64_t n = orc_numel(rank, sizes);
-  int64_t idx[ORC_MAX_RANK] = {0};
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t o = 0;
-    for (int32_t d = 0; d < rank; ++d) o = o * osz[d] + ((mask & (1u << d)) ? 0 : idx[d]);
-    int64_t v = x[i];
-    switch (fn) {
-      case TSR_REDUCE_SUM: acc[o] += (uint64_t)v; break;
-      case TSR_REDUCE_PROD: acc[o] *= (uint64_t)v; break;
-      case TSR_REDUCE_MAX:
-        if (!seen[o] || v > (int64_t)acc[o]) acc[o] = (uint64_t)v;
-        break;
-      case TSR_REDUCE_MIN:
-        if (!seen[o] || v < (int64_t)acc[o]) acc[o] = (uint64_t)v;
-        break;
-      default: break;
-    }
-    seen[o] = 1;
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-  for (int64_t o = 0; o < on; ++o) out[o] = orc_wrap(acc[o], bits);
+  tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
+  tsr_oracle_tensor in, y;
+  memset(&in, 0, sizeof(in));
+  memset(&y, 0, sizeof(y));
+  tsr_oracle_call call = {TSR_OP_REDUCE, &attrs, 1, 1, &in, &y, {0}};
+  int ok = tsr_oracle_tensor_create(dtype, rank, sizes, &in) == 0 &&
+           tsr_oracle_tensor_create(dtype, rank, osz, &y) == 0;
+  for (int64_t i = 0; ok && i < in.numel; ++i) tsr_oracle_tensor_set(&in, i, 0, x[i]);
+  ok = ok && tsr_oracle_compute(&call) == TSR_OK;
+  for (int64_t o = 0; o < orc_numel(rank, osz); ++o) out[o] = ok ? y.iv[o] : INT64_MIN;
+  tsr_oracle_tensor_destroy(&in);
+  tsr_oracle_tensor_destroy(&y);
 }
 
 // ARG_REDUCE along |axis| of contiguous x: first max/min, first NaN wins.
+// Where the oracle refuses (an empty axis), every output is -1.
 static inline void orc_arg_reduce(tsr_arg_reduce_fn_t fn, int32_t rank, const int64_t *sizes,
                                   int32_t axis, const double *x, int64_t *out) {
-  int64_t outer = 1, inner = 1, n = sizes[axis];
-  for (int32_t d = 0; d < axis; ++d) outer *= sizes[d];
-  for (int32_t d = axis + 1; d < rank; ++d) inner *= sizes[d];
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t best = 0;
-      double bv = x[(o * n) * inner + i];
-      for (int64_t k = 1; k < n && !isnan(bv); ++k) {
-        double v = x[(o * n + k) * inner + i];
-        if (isnan(v) || (fn == TSR_ARG_REDUCE_ARGMAX ? v > bv : v < bv)) {
-          best = k;
-          bv = v;
-        }
-      }
-      out[o * inner + i] = best;
-    }
-  }
+  int64_t osz[ORC_MAX_RANK];
+  for (int32_t d = 0; d < rank; ++d) osz[d] = d == axis ? 1 : sizes[d];
+  tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, axis};
+  tsr_oracle_tensor in = tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes, (double *)x), y;
+  tsr_oracle_call call = {TSR_OP_ARG_REDUCE, &attrs, 1, 1, &in, &y, {0}};
+  int ok = tsr_oracle_tensor_create(TSR_INT64, rank, osz, &y) == 0 &&
+           tsr_oracle_compute(&call) == TSR_OK;
+  for (int64_t o = 0; o < orc_numel(rank, osz); ++o) out[o] = ok ? y.iv[o] : -1;
+  tsr_oracle_tensor_destroy(&y);
 }
 
 // ---------------------------------------------------------------------------
-// Batched matmul with NumPy batch broadcasting: a [..., M, K] @ b [..., K, N]
-// (both contiguous, ranks >= 2) -> out [..., M, N] of rank orank. bias (or
-// NULL) is contiguous with shape (br, bs), broadcast to out. abs_out gets
-// sum_k |a b| + |bias| per element, for tolerances.
+// MATMUL and the CONV2D ops: the oracle's, on contiguous arrays. Each also
+// gives, for tolerances, the sum of the magnitudes of every output element's
+// terms: the same op on the operands' absolute values, without the
+// activation. Where the oracle refuses, every output is NaN.
+
+// |x| of shape (xr, xs) broadcast to (rank, sizes), row-major, in a new
+// array (NULL when memory runs out), absolute values when |absolute|.
+static inline double *orc_expand(int32_t xr, const int64_t *xs, const double *x, int32_t rank,
+                                 const int64_t *sizes, int absolute) {
+  int64_t n = orc_numel(rank, sizes);
+  double *e = (double *)malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; e != NULL && i < n; ++i) {
+    double v = x[orc_broadcast_index(xr, xs, rank, sizes, i)];
+    e[i] = absolute ? fabs(v) : v;
+  }
+  return e;
+}
+
+// out = act(alpha * a @ b + bias + beta * before) with NumPy batch
+// broadcasting: a [..., M, K] @ b [..., K, N] (contiguous, ranks >= 2) ->
+// out [..., M, N] of rank orank; bias (or NULL) contiguous with shape (br,
+// bs), broadcast to out; |before| (out's shape, or NULL for zeros) is read
+// where beta is not 0. |attrs| gives alpha, beta and the activation (its
+// has_bias is bias != NULL), rounded to |dtype|'s compute type as a plugin
+// rounds them. |pre| (or NULL) gets the value before the activation;
+// |abs_out| (or NULL) |alpha| sum_k |a b| + |bias| + |beta before|.
+static inline void orc_matmul_attrs(const tsr_matmul_attrs *attrs, tsr_dtype_t dtype, int32_t ra,
+                                    const int64_t *sa, const double *a, int32_t rb,
+                                    const int64_t *sb, const double *b, int32_t br,
+                                    const int64_t *bs, const double *bias, const double *before,
+                                    int32_t orank, const int64_t *os, double *out, double *pre,
+                                    double *abs_out) {
+  int64_t as[ORC_MAX_RANK], bsz[ORC_MAX_RANK], on = orc_numel(orank, os);
+  memcpy(as, os, sizeof(int64_t) * (size_t)orank);
+  memcpy(bsz, os, sizeof(int64_t) * (size_t)orank);
+  as[orank - 1] = bsz[orank - 2] = sa[ra - 1];
+  int ok = 1;
+  for (int pass = 0; pass < (abs_out != NULL ? 2 : 1) && ok; ++pass) {
+    double *y = pass ? abs_out : out;
+    double *ea = orc_expand(ra, sa, a, orank, as, pass);
+    double *eb = orc_expand(rb, sb, b, orank, bsz, pass);
+    double *ebias = bias != NULL ? orc_expand(br, bs, bias, orank, os, pass) : NULL;
+    for (int64_t i = 0; i < on; ++i) {
+      y[i] = before == NULL ? 0.0 : pass ? fabs(before[i]) : before[i];
+    }
+    tsr_matmul_attrs linear = *attrs;
+    linear.activation = TSR_ACTIVATION_NONE;
+    linear.has_bias = bias != NULL;
+    if (pass) linear.alpha = fabs(linear.alpha), linear.beta = fabs(linear.beta);
+    tsr_oracle_tensor in[3] = {tsr_oracle_tensor_over(dtype, orank, as, ea),
+                               tsr_oracle_tensor_over(dtype, orank, bsz, eb),
+                               tsr_oracle_tensor_over(dtype, orank, os, ebias)};
+    tsr_oracle_tensor t = tsr_oracle_tensor_over(dtype, orank, os, y);
+    ok = ea != NULL && eb != NULL && (bias == NULL || ebias != NULL) &&
+         tsr_oracle_compute_values(TSR_OP_MATMUL, &linear, bias != NULL ? 3 : 2, in, 1, &t) ==
+             TSR_OK;
+    free(ea);
+    free(eb);
+    free(ebias);
+  }
+  for (int64_t i = 0; i < on; ++i) {
+    if (pre != NULL) pre[i] = ok ? out[i] : NAN;
+    out[i] = ok ? tsr_oracle_activation_value(attrs->activation, out[i]) : NAN;
+    if (abs_out != NULL && !ok) abs_out[i] = NAN;
+  }
+}
+
+// orc_matmul_attrs with alpha 1, beta 0 and float64 attributes; abs_out
+// gets sum_k |a b| + |bias|.
 static inline void orc_matmul(int32_t ra, const int64_t *sa, const double *a, int32_t rb,
                               const int64_t *sb, const double *b, int32_t br, const int64_t *bs,
                               const double *bias, tsr_activation_t act, int32_t orank,
                               const int64_t *os, double *out, double *abs_out) {
-  int64_t m = sa[ra - 2], k = sa[ra - 1], n = sb[rb - 1];
-  int64_t total = orc_numel(orank, os);
-  int64_t idx[ORC_MAX_RANK];
-  for (int64_t lin = 0; lin < total; ++lin) {
-    int64_t rem = lin;
-    for (int32_t d = orank - 1; d >= 0; --d) {
-      idx[d] = rem % os[d];
-      rem /= os[d];
-    }
-    // Batch offsets of a and b (their batch dims are right-aligned to out's).
-    int64_t a_off = 0, b_off = 0, stride = m * k;
-    for (int32_t d = ra - 3; d >= 0; --d) {
-      int32_t od = d + (orank - ra);
-      a_off += (sa[d] == 1 ? 0 : idx[od]) * stride;
-      stride *= sa[d];
-    }
-    stride = k * n;
-    for (int32_t d = rb - 3; d >= 0; --d) {
-      int32_t od = d + (orank - rb);
-      b_off += (sb[d] == 1 ? 0 : idx[od]) * stride;
-      stride *= sb[d];
-    }
-    int64_t i = idx[orank - 2], j = idx[orank - 1];
-    double acc = 0, mag = 0;
-    for (int64_t p = 0; p < k; ++p) {
-      double t = a[a_off + i * k + p] * b[b_off + p * n + j];
-      acc += t;
-      mag += fabs(t);
-    }
-    if (bias != NULL) {
-      double bv = bias[orc_broadcast_index(br, bs, orank, os, lin)];
-      acc += bv;
-      mag += fabs(bv);
-    }
-    out[lin] = orc_activation(act, acc);
-    abs_out[lin] = mag;
+  tsr_matmul_attrs attrs = {sizeof(attrs), 1.0, 0.0, act, bias != NULL};
+  orc_matmul_attrs(&attrs, TSR_FLOAT64, ra, sa, a, rb, sb, b, br, bs, bias, NULL, orank, os, out,
+                   NULL, abs_out);
+}
+
+// |op| of the CONV2D family with |attrs| on contiguous NCHW arrays x [N, C,
+// H, W], w [O, C/groups, KH, KW], y [N, O, OH, OW] (sizes |xs|, |ws|, |ys|)
+// and bias [O]. CONV2D reads x, w and (with has_bias) bias, and writes y;
+// CONV2D_BACKWARD_DATA reads y (dy) and w and writes x (dx);
+// CONV2D_BACKWARD_FILTER reads y (dy) and x and writes w (dw) and (with
+// has_bias) bias (dbias). |pre| (CONV2D; or NULL) gets y before the
+// activation; |mag| and |mag_bias| (or NULL) the magnitudes of the written
+// arrays' terms.
+static inline void orc_conv2d(int32_t op, const tsr_conv2d_attrs *attrs, const int64_t *xs,
+                              double *x, const int64_t *ws, double *w, const int64_t *ys,
+                              double *y, double *bias, double *pre, double *mag,
+                              double *mag_bias) {
+  const int64_t *sizes[4] = {xs, ws, ys, &ws[0]};
+  double *arrays[4] = {x, w, y, bias};
+  int in_idx[3], out_idx[2], ni = 0, no = 0;
+  int has_bias = attrs->has_bias && op != TSR_OP_CONV2D_BACKWARD_DATA;
+  if (op == TSR_OP_CONV2D) {
+    in_idx[ni++] = 0, in_idx[ni++] = 1, out_idx[no++] = 2;
+    if (has_bias) in_idx[ni++] = 3;
+  } else if (op == TSR_OP_CONV2D_BACKWARD_DATA) {
+    in_idx[ni++] = 2, in_idx[ni++] = 1, out_idx[no++] = 0;
+  } else {
+    in_idx[ni++] = 2, in_idx[ni++] = 0, out_idx[no++] = 1;
+    if (has_bias) out_idx[no++] = 3;
   }
+  double *mags[4] = {mag, mag, mag, mag_bias};
+  tsr_conv2d_attrs linear = *attrs;
+  linear.activation = TSR_ACTIVATION_NONE;
+  linear.has_bias = (uint32_t)has_bias;
+  int ok = 1, passes = mag != NULL || mag_bias != NULL ? 2 : 1;
+  for (int pass = 0; pass < passes && ok; ++pass) {
+    tsr_oracle_tensor in[3], out[2];
+    double *scratch[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < ni + no; ++k) {
+      int a = k < ni ? in_idx[k] : out_idx[k - ni];
+      int32_t rank = a == 3 ? 1 : 4;
+      int64_t n = orc_numel(rank, sizes[a]);
+      double *v = arrays[a];
+      if (pass && (k < ni || mags[a] == NULL)) {
+        // An input's absolute values, or scratch for a magnitude not wanted.
+        v = scratch[k] = (double *)malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        for (int64_t i = 0; v != NULL && k < ni && i < n; ++i) v[i] = fabs(arrays[a][i]);
+        ok = ok && v != NULL;
+      } else if (pass) {
+        v = mags[a];
+      }
+      if (k < ni) {
+        in[k] = tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes[a], v);
+      } else {
+        out[k - ni] = tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes[a], v);
+      }
+    }
+    ok = ok && tsr_oracle_compute_values(op, &linear, ni, in, no, out) == TSR_OK;
+    for (int k = 0; k < ni + no; ++k) free(scratch[k]);
+  }
+  for (int k = 0; k < no; ++k) {
+    int a = out_idx[k];
+    int64_t n = orc_numel(a == 3 ? 1 : 4, sizes[a]);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = ok ? arrays[a][i] : NAN;
+      if (op == TSR_OP_CONV2D && pre != NULL) pre[i] = v;
+      arrays[a][i] = op == TSR_OP_CONV2D ? tsr_oracle_activation_value(attrs->activation, v) : v;
+      if (!ok && mags[a] != NULL) mags[a][i] = NAN;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Normalisations: the oracle's, on contiguous float64 arrays. Where the
+// oracle refuses, every output is NaN.
+
+// Runs |op| with |attrs| on |ni| inputs and |no| outputs of the given ranks
+// and sizes (float64 arrays; a NULL input is left out); NaN-fills the
+// outputs where the oracle refuses.
+static inline void orc_run_f64(int32_t op, const void *attrs, int32_t ni, const int32_t *in_ranks,
+                               const int64_t *const *in_sizes, const double *const *in,
+                               int32_t no, const int32_t *out_ranks,
+                               const int64_t *const *out_sizes, double *const *out) {
+  tsr_oracle_tensor ti[8], to[8];
+  int32_t n = 0;
+  for (int32_t k = 0; k < ni; ++k) {
+    if (in[k] == NULL) continue;
+    ti[n++] = tsr_oracle_tensor_over(TSR_FLOAT64, in_ranks[k], in_sizes[k], (double *)in[k]);
+  }
+  for (int32_t k = 0; k < no; ++k) {
+    to[k] = tsr_oracle_tensor_over(TSR_FLOAT64, out_ranks[k], out_sizes[k], out[k]);
+  }
+  if (tsr_oracle_compute_values(op, attrs, n, ti, no, to) != TSR_OK) {
+    for (int32_t k = 0; k < no; ++k) {
+      for (int64_t i = 0; i < to[k].numel; ++i) out[k][i] = NAN;
+    }
+  }
+}
+
+// LAYER_NORM over axes [axis, rank) of x (|sizes|): y, and per row mean and
+// rstd; gamma and beta (the normalised shape) both NULL or both given.
+static inline void orc_layer_norm(int32_t rank, const int64_t *sizes, int32_t axis, const double *x,
+                                  const double *gamma, const double *beta, double eps, double *y,
+                                  double *mean, double *rstd) {
+  int64_t ss[ORC_MAX_RANK];
+  for (int32_t d = 0; d < rank; ++d) ss[d] = d < axis ? sizes[d] : 1;
+  const tsr_layer_norm_attrs a = {sizeof(a), axis, gamma != NULL, eps};
+  const int32_t ir[3] = {rank, rank - axis, rank - axis}, orr[3] = {rank, rank, rank};
+  const int64_t *is[3] = {sizes, sizes + axis, sizes + axis}, *os[3] = {sizes, ss, ss};
+  const double *in[3] = {x, gamma, beta};
+  double *out[3] = {y, mean, rstd};
+  orc_run_f64(TSR_OP_LAYER_NORM, &a, 3, ir, is, in, 3, orr, os, out);
+}
+
+// LAYER_NORM_BACKWARD: dx, and (with gamma) dgamma and dbeta, from dy, x
+// and the forward's mean and rstd.
+static inline void orc_layer_norm_backward(int32_t rank, const int64_t *sizes, int32_t axis,
+                                           const double *dy, const double *x, const double *mean,
+                                           const double *rstd, const double *gamma, double *dx,
+                                           double *dgamma, double *dbeta) {
+  int64_t ss[ORC_MAX_RANK];
+  for (int32_t d = 0; d < rank; ++d) ss[d] = d < axis ? sizes[d] : 1;
+  const tsr_layer_norm_attrs a = {sizeof(a), axis, gamma != NULL, 0.0};
+  const int32_t ir[5] = {rank, rank, rank, rank, rank - axis};
+  const int32_t orr[3] = {rank, rank - axis, rank - axis};
+  const int64_t *is[5] = {sizes, sizes, ss, ss, sizes + axis};
+  const int64_t *os[3] = {sizes, sizes + axis, sizes + axis};
+  const double *in[5] = {dy, x, mean, rstd, gamma};
+  double *out[3] = {dx, dgamma, dbeta};
+  orc_run_f64(TSR_OP_LAYER_NORM_BACKWARD, &a, 5, ir, is, in, gamma != NULL ? 3 : 1, orr, os, out);
+}
+
+// BATCH_NORM of x [N, C, ...] (|sizes|) with |attrs|: y, the saved
+// statistics and the running ones after the step ([C] each).
+static inline void orc_batch_norm(int32_t rank, const int64_t *sizes,
+                                  const tsr_batch_norm_attrs *attrs, const double *x,
+                                  const double *gamma, const double *beta, const double *rmean,
+                                  const double *rvar, double *y, double *save_mean,
+                                  double *save_invstd, double *rmean_out, double *rvar_out) {
+  const int64_t *c = &sizes[1];
+  const int32_t r[5] = {rank, 1, 1, 1, 1};
+  const int64_t *sz[5] = {sizes, c, c, c, c};
+  const double *in[5] = {x, gamma, beta, rmean, rvar};
+  double *out[5] = {y, save_mean, save_invstd, rmean_out, rvar_out};
+  orc_run_f64(TSR_OP_BATCH_NORM, attrs, 5, r, sz, in, 5, r, sz, out);
+}
+
+// BATCH_NORM_BACKWARD: dx, dgamma and dbeta from dy, x, gamma and the saved
+// statistics.
+static inline void orc_batch_norm_backward(int32_t rank, const int64_t *sizes,
+                                           const tsr_batch_norm_attrs *attrs, const double *dy,
+                                           const double *x, const double *gamma,
+                                           const double *save_mean, const double *save_invstd,
+                                           double *dx, double *dgamma, double *dbeta) {
+  const int64_t *c = &sizes[1];
+  const int32_t r[5] = {rank, rank, 1, 1, 1};
+  const int64_t *sz[5] = {sizes, sizes, c, c, c};
+  const int32_t orr[3] = {rank, 1, 1};
+  const int64_t *os[3] = {sizes, c, c};
+  const double *in[5] = {dy, x, gamma, save_mean, save_invstd};
+  double *out[3] = {dx, dgamma, dbeta};
+  orc_run_f64(TSR_OP_BATCH_NORM_BACKWARD, attrs, 5, r, sz, in, 3, orr, os, out);
 }
 
 #endif  // TESSERA_SDK_TESTS_ORACLE_H_

@@ -247,37 +247,21 @@ static void test_conv2d_one_channel_3x3_by_hand(void **state) {
   for (int i = 0; i < 16; ++i) xv[i] = (i * 7) % 5 - 1.5;
   tsr_tensor *x = f32(4, (int64_t[]){1, 1, 4, 4}, xv);
   tsr_tensor *y = tsr_module_forward(m, x);
-  double want[16];
-  for (int oh = 0; oh < 4; ++oh) {
-    for (int ow = 0; ow < 4; ++ow) {
-      double acc = 0.25;
-      for (int kh = 0; kh < 3; ++kh) {
-        for (int kw = 0; kw < 3; ++kw) {
-          int ih = oh + kh - 1, iw = ow + kw - 1;
-          if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4)
-            acc += w[kh * 3 + kw] * xv[ih * 4 + iw];
-        }
-      }
-      want[oh * 4 + ow] = acc;
-    }
-  }
+  // The oracle's forward.
+  const int64_t xs[4] = {1, 1, 4, 4}, ws[4] = {1, 1, 3, 3};
+  tsr_conv2d_attrs ca = {sizeof(ca), {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, TSR_ACTIVATION_NONE, 1};
+  double want[16], ones[16], bias = 0.25, dw[9];
+  orc_conv2d(TSR_OP_CONV2D, &ca, xs, xv, ws, (double *)w, xs, want, &bias, NULL, NULL, NULL);
   expect_tensor("conv2d y", y, 4, (int64_t[]){1, 1, 4, 4}, want, 1e-5, 1e-5);
-  // d sum(y) / dw[kh, kw] sums the inputs that tap meets; / dbias counts outputs.
+  // d sum(y) / dw[kh, kw] sums the inputs that tap meets (the oracle's filter
+  // gradient of dy = 1); / dbias counts outputs.
   tsr_tensor *loss = tsr_sum(y, 0, NULL, 0);
   TS_ASSERT_TENSOR(loss);
   TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
-  double dw[9] = {0}, g[9];
-  for (int kh = 0; kh < 3; ++kh) {
-    for (int kw = 0; kw < 3; ++kw) {
-      for (int oh = 0; oh < 4; ++oh) {
-        for (int ow = 0; ow < 4; ++ow) {
-          int ih = oh + kh - 1, iw = ow + kw - 1;
-          if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4)
-            dw[kh * 3 + kw] += xv[ih * 4 + iw];
-        }
-      }
-    }
-  }
+  double g[9];
+  for (int i = 0; i < 16; ++i) ones[i] = 1.0;
+  ca.has_bias = 0;
+  orc_conv2d(TSR_OP_CONV2D_BACKWARD_FILTER, &ca, xs, xv, ws, dw, xs, ones, NULL, NULL, NULL, NULL);
   grad_read(tsr_module_parameter_find(m, "weight"), g, 9);
   ts_expect_values("conv2d dweight", TSR_FLOAT32, g, dw, NULL, 9, 1e-5, 1e-5);
   grad_read(tsr_module_parameter_find(m, "bias"), g, 1);
@@ -634,34 +618,21 @@ static void test_activations_softmax_and_flatten(void **state) {
               {tsr_nn_tanh(), "Tanh"},
               {tsr_nn_softmax(1), "Softmax"},
               {tsr_nn_log_softmax(-1), "LogSoftmax"}};
+  // The oracle's activations of the first five (softmax for the last two).
+  const tsr_activation_t act_of[5] = {TSR_ACTIVATION_RELU, TSR_ACTIVATION_GELU,
+                                      TSR_ACTIVATION_GELU_TANH, TSR_ACTIVATION_SIGMOID,
+                                      TSR_ACTIVATION_TANH};
   for (int a = 0; a < COUNT(acts); ++a) {
     TS_ASSERT_TENSOR(acts[a].m);
     assert_string_equal(tsr_module_kind(acts[a].m), acts[a].kind);
-    for (int i = 0; i < 6; ++i) {
-      double v = xv[i];
-      switch (a) {
-        case 0:
-          want[i] = v > 0 ? v : 0;
-          break;
-        case 1:
-          want[i] = 0.5 * v * (1 + erf(v / sqrt(2.0)));
-          break;
-        case 2:
-          want[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-          break;
-        case 3:
-          want[i] = 1 / (1 + exp(-v));
-          break;
-        case 4:
-          want[i] = tanh(v);
-          break;
-        default: {
-          int r = i / 3;
-          double s = 0;
-          for (int j = 0; j < 3; ++j) s += exp(xv[r * 3 + j]);
-          want[i] = a == 5 ? exp(v) / s : v - log(s);
-        }
-      }
+    if (a < 5) {
+      for (int i = 0; i < 6; ++i) want[i] = tsr_oracle_activation_value(act_of[a], xv[i]);
+    } else {
+      const tsr_softmax_attrs sa = {sizeof(sa), 1, a == 6};
+      const int64_t sizes[2] = {2, 3};
+      tsr_oracle_tensor in = tsr_oracle_tensor_over(TSR_FLOAT32, 2, sizes, (double *)xv);
+      tsr_oracle_tensor out = tsr_oracle_tensor_over(TSR_FLOAT32, 2, sizes, want);
+      assert_int_equal(tsr_oracle_compute_values(TSR_OP_SOFTMAX, &sa, 1, &in, 1, &out), TSR_OK);
     }
     tsr_tensor *y = tsr_module_forward(acts[a].m, x);
     expect_tensor(acts[a].kind, y, 2, (int64_t[]){2, 3}, want, 1e-5, 1e-6);

@@ -3,9 +3,10 @@
 //
 // Built twice: test_ops_nn_ref on the ref plugin and test_ops_nn_onednn on
 // the oneDNN plugin (whose context also loads ref). Expected values come
-// from float64 loops written here; every backward rule is checked against
-// finite differences with tsr_gradcheck in float64 (on the ref device of the
-// same context when the device under test lacks float64 for the op).
+// from the conformance oracle's float64 loops; every backward rule is
+// checked against finite differences with tsr_gradcheck in float64 (on the
+// ref device of the same context when the device under test lacks float64
+// for the op).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,98 +222,62 @@ static void conv_problem_init(conv_problem *p) {
           1;
 }
 
-// Visits every (output, input, weight) triple of the convolution; |mode| 0
-// computes y, 1 accumulates dx, dw and db from dy.
+// The conformance oracle's convolution (sdk/tests/oracle.h's orc_conv2d):
+// with |y|, the forward of x, w and b (or NULL) without the activation; with
+// |dy|, dx (or NULL) and dw and db (or NULL) from dy.
 static void conv_oracle(const conv_problem *p, const double *x, const double *w, const double *b,
                         double *y, const double *dy, double *dx, double *dw, double *db) {
-  int64_t g = p->a.groups, cg = p->c / g, og = p->o / g;
-  for (int64_t n = 0; n < p->n; ++n) {
-    for (int64_t o = 0; o < p->o; ++o) {
-      for (int64_t oh = 0; oh < p->oh; ++oh) {
-        for (int64_t ow = 0; ow < p->ow; ++ow) {
-          int64_t yi = ((n * p->o + o) * p->oh + oh) * p->ow + ow;
-          double s = b != NULL ? b[o] : 0.0;
-          if (db != NULL)
-            db[o] += dy[yi];
-          for (int64_t c = 0; c < cg; ++c) {
-            for (int64_t kh = 0; kh < p->kh; ++kh) {
-              int64_t ih = oh * p->a.stride[0] - p->a.pad_before[0] + kh * p->a.dilation[0];
-              if (ih < 0 || ih >= p->h)
-                continue;
-              for (int64_t kw = 0; kw < p->kw; ++kw) {
-                int64_t iw = ow * p->a.stride[1] - p->a.pad_before[1] + kw * p->a.dilation[1];
-                if (iw < 0 || iw >= p->w)
-                  continue;
-                int64_t xi = ((n * p->c + (o / og) * cg + c) * p->h + ih) * p->w + iw;
-                int64_t wi = ((o * cg + c) * p->kh + kh) * p->kw + kw;
-                s += x[xi] * w[wi];
-                if (dx != NULL)
-                  dx[xi] += dy[yi] * w[wi];
-                if (dw != NULL)
-                  dw[wi] += dy[yi] * x[xi];
-              }
-            }
-          }
-          if (y != NULL)
-            y[yi] = s;
-        }
-      }
-    }
+  const int64_t xs[4] = {p->n, p->c, p->h, p->w}, ws[4] = {p->o, p->c / p->a.groups, p->kh, p->kw};
+  const int64_t ys[4] = {p->n, p->o, p->oh, p->ow};
+  tsr_conv2d_attrs a = p->a;
+  a.activation = TSR_ACTIVATION_NONE;
+  if (y != NULL) {
+    a.has_bias = b != NULL;
+    orc_conv2d(TSR_OP_CONV2D, &a, xs, (double *)x, ws, (double *)w, ys, y, (double *)b, NULL,
+               NULL, NULL);
+    return;
+  }
+  if (dx != NULL) {
+    orc_conv2d(TSR_OP_CONV2D_BACKWARD_DATA, &a, xs, dx, ws, (double *)w, ys, (double *)dy, NULL,
+               NULL, NULL, NULL);
+  }
+  if (dw != NULL) {
+    a.has_bias = db != NULL;
+    orc_conv2d(TSR_OP_CONV2D_BACKWARD_FILTER, &a, xs, (double *)x, ws, dw, ys, (double *)dy, db,
+               NULL, NULL, NULL);
   }
 }
 
-// Pooling with dilation 1: y, and for MAX the indices h * W + w.
+// The oracle's pooling: y, and for MAX the indices h * W + w.
 static void pool_oracle(const int64_t *xs, const double *x, const tsr_pool2d_attrs *a, int64_t oh_n,
                         int64_t ow_n, double *y, int64_t *idx) {
-  int64_t H = xs[2], W = xs[3];
-  for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
-    const double *plane = x + p * H * W;
-    for (int64_t oh = 0; oh < oh_n; ++oh) {
-      for (int64_t ow = 0; ow < ow_n; ++ow) {
-        int64_t hs = oh * a->stride[0] - a->pad_before[0],
-                ws = ow * a->stride[1] - a->pad_before[1];
-        int64_t he = hs + a->kernel[0], we = ws + a->kernel[1];
-        int64_t hpe = he < H + a->pad_after[0] ? he : H + a->pad_after[0];
-        int64_t wpe = we < W + a->pad_after[1] ? we : W + a->pad_after[1];
-        double best = -INFINITY, sum = 0.0;
-        int64_t arg = -1, real = 0;
-        for (int64_t h = hs; h < he; ++h) {
-          for (int64_t w = ws; w < we; ++w) {
-            if (h < 0 || h >= H || w < 0 || w >= W)
-              continue;
-            double v = plane[h * W + w];
-            ++real;
-            sum += v;
-            if (arg < 0 || v > best) {
-              best = v;
-              arg = h * W + w;
-            }
-          }
-        }
-        int64_t yi = (p * oh_n + oh) * ow_n + ow;
-        if (a->kind == TSR_POOL_MAX) {
-          y[yi] = best;
-          idx[yi] = arg;
-        } else {
-          double count = a->count_include_pad ? (double)((hpe - hs) * (wpe - ws)) : (double)real;
-          y[yi] = sum / count;
-        }
-      }
-    }
-  }
+  const int64_t ys[4] = {xs[0], xs[1], oh_n, ow_n};
+  const int is_max = a->kind == TSR_POOL_MAX;
+  tsr_oracle_tensor in = tsr_oracle_tensor_over(TSR_FLOAT64, 4, xs, (double *)x), out[2];
+  out[0] = tsr_oracle_tensor_over(TSR_FLOAT64, 4, ys, y);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 4, ys, &out[1]), 0);
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_POOL2D, a, 1, &in, is_max ? 2 : 1, out),
+                   TSR_OK);
+  for (int64_t i = 0; is_max && i < out[1].numel; ++i) idx[i] = out[1].iv[i];
+  tsr_oracle_tensor_destroy(&out[1]);
 }
 
-// Softmax of a [rows, cols] matrix along the columns.
+// The oracle's softmax of a [rows, cols] matrix along the columns; with
+// |dy|, its backward from dy and y = |x| (the forward's output) instead.
+static void softmax_oracle_ex(const double *x, const double *dy, int64_t rows, int64_t cols,
+                              int take_log, double *y) {
+  const int64_t sizes[2] = {rows, cols};
+  const tsr_softmax_attrs a = {sizeof(a), 1, (uint32_t)take_log};
+  tsr_oracle_tensor in[2] = {tsr_oracle_tensor_over(TSR_FLOAT64, 2, sizes, (double *)dy),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 2, sizes, (double *)x)};
+  tsr_oracle_tensor out = tsr_oracle_tensor_over(TSR_FLOAT64, 2, sizes, y);
+  assert_int_equal(tsr_oracle_compute_values(dy ? TSR_OP_SOFTMAX_BACKWARD : TSR_OP_SOFTMAX, &a,
+                                             dy ? 2 : 1, dy ? in : in + 1, 1, &out),
+                   TSR_OK);
+}
+
 static void softmax_oracle(const double *x, int64_t rows, int64_t cols, int take_log, double *y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double m = -INFINITY, s = 0.0;
-    for (int64_t c = 0; c < cols; ++c) m = fmax(m, x[r * cols + c]);
-    for (int64_t c = 0; c < cols; ++c) s += exp(x[r * cols + c] - m);
-    for (int64_t c = 0; c < cols; ++c) {
-      double z = x[r * cols + c] - m;
-      y[r * cols + c] = take_log ? z - log(s) : exp(z) / s;
-    }
-  }
+  softmax_oracle_ex(x, NULL, rows, cols, take_log, y);
 }
 
 // --- creation ---------------------------------------------------------------
@@ -508,8 +473,8 @@ static void conv_case_check(const char *what, tsr_dtype_t dtype, conv_problem p,
   int64_t ny = orc_numel(4, ys);
   double *r = dalloc(ny), *s = dalloc(ny);
   for (int64_t i = 0; i < ny; ++i) {
-    r[i] = y[i] > 0 ? y[i] : 0.0;
-    s[i] = 1.0 / (1.0 + exp(-y[i]));
+    r[i] = tsr_oracle_activation_value(TSR_ACTIVATION_RELU, y[i]);
+    s[i] = tsr_oracle_activation_value(TSR_ACTIVATION_SIGMOID, y[i]);
   }
   expect_values("conv2d + relu", tr, 4, ys, r, tol);
   expect_values("conv2d + sigmoid", ts, 4, ys, s, tol);
@@ -835,18 +800,10 @@ static void test_softmax_backward_matches_its_closed_form(void **state) {
   softmax_oracle(x, 2, 4, 0, y);
   softmax_oracle(x, 2, 4, 1, ly);
   tsr_tensor *ty = make(TSR_FLOAT64, 2, xs, y), *tly = make(TSR_FLOAT64, 2, xs, ly);
-  for (int r = 0; r < 2; ++r) {
-    double dot = 0.0;
-    for (int c = 0; c < 4; ++c) dot += dy[r * 4 + c] * y[r * 4 + c];
-    for (int c = 0; c < 4; ++c) want[r * 4 + c] = y[r * 4 + c] * (dy[r * 4 + c] - dot);
-  }
+  softmax_oracle_ex(y, dy, 2, 4, 0, want);
   tsr_tensor *dx = tsr_softmax_backward(tdy, ty, 1, 0);
   expect_values("softmax_backward", dx, 2, xs, want, 1e-12);
-  for (int r = 0; r < 2; ++r) {
-    double sum = 0.0;
-    for (int c = 0; c < 4; ++c) sum += dy[r * 4 + c];
-    for (int c = 0; c < 4; ++c) want[r * 4 + c] = dy[r * 4 + c] - exp(ly[r * 4 + c]) * sum;
-  }
+  softmax_oracle_ex(ly, dy, 2, 4, 1, want);
   tsr_tensor *dlx = tsr_softmax_backward(tdy, tly, -1, 1);
   expect_values("log_softmax backward", dlx, 2, xs, want, 1e-12);
   tsr_tensor *short_dy = make(TSR_FLOAT64, 2, (int64_t[]){2, 3}, x);
@@ -894,25 +851,21 @@ static void test_softmax_gradients_match_finite_differences(void **state) {
 
 // --- layer norm -------------------------------------------------------------
 
-// Normalises rows of |len| values; gamma/beta (length |len|) may be NULL.
+// The oracle's layer norm of rows of |len| values; gamma/beta (length
+// |len|) may be NULL.
 static void layer_norm_oracle(const double *x, int64_t rows, int64_t len, const double *gamma,
                               const double *beta, double eps, double *y, double *mean,
                               double *rstd) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const double *v = x + r * len;
-    double m = 0.0, var = 0.0;
-    for (int64_t i = 0; i < len; ++i) m += v[i];
-    m /= (double)len;
-    for (int64_t i = 0; i < len; ++i) var += (v[i] - m) * (v[i] - m);
-    var /= (double)len;
-    double rs = 1.0 / sqrt(var + eps);
-    mean[r] = m;
-    rstd[r] = rs;
-    for (int64_t i = 0; i < len; ++i) {
-      double z = (v[i] - m) * rs;
-      y[r * len + i] = gamma ? z * gamma[i] + beta[i] : z;
-    }
-  }
+  const int64_t xs[2] = {rows, len}, ss[2] = {rows, 1};
+  const tsr_layer_norm_attrs a = {sizeof(a), 1, gamma != NULL, eps};
+  tsr_oracle_tensor in[3] = {tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, (double *)x),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, &len, (double *)gamma),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, &len, (double *)beta)};
+  tsr_oracle_tensor out[3] = {tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, y),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 2, ss, mean),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 2, ss, rstd)};
+  assert_int_equal(
+      tsr_oracle_compute_values(TSR_OP_LAYER_NORM, &a, gamma != NULL ? 3 : 1, in, 3, out), TSR_OK);
 }
 
 static void test_layer_norm_matches_float64_with_and_without_affine(void **state) {
@@ -992,6 +945,27 @@ static void test_layer_norm_gradients_match_finite_differences(void **state) {
 
 // --- batch norm -------------------------------------------------------------
 
+// The oracle's BATCH_NORM (eps 1e-5, momentum 0.1) of x [N, C, ...] (sizes
+// |xs|, rank 4): y, the saved statistics and the running ones after the step.
+static void batch_norm_oracle(const int64_t *xs, const double *x, const double *g,
+                              const double *b, const double *rm, const double *rv, int training,
+                              double *y, double *mean, double *invstd, double *rm_out,
+                              double *rv_out) {
+  const int64_t *c = &xs[1];
+  const tsr_batch_norm_attrs a = {sizeof(a), 1e-5, 0.1, (uint32_t)training, 0};
+  tsr_oracle_tensor in[5] = {tsr_oracle_tensor_over(TSR_FLOAT64, 4, xs, (double *)x),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, (double *)g),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, (double *)b),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, (double *)rm),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, (double *)rv)};
+  tsr_oracle_tensor out[5] = {tsr_oracle_tensor_over(TSR_FLOAT64, 4, xs, y),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, mean),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, invstd),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, rm_out),
+                              tsr_oracle_tensor_over(TSR_FLOAT64, 1, c, rv_out)};
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_BATCH_NORM, &a, 5, in, 5, out), TSR_OK);
+}
+
 static void test_batch_norm_normalises_and_updates_the_running_statistics(void **state) {
   (void)state;
   const int64_t xs[4] = {4, 3, 2, 2}, cs = 3;
@@ -1004,27 +978,8 @@ static void test_batch_norm_normalises_and_updates_the_running_statistics(void *
     tsr_tensor *tg = make_random(dt, 1, &cs, 82, g);
     tsr_tensor *tb = make_random(dt, 1, &cs, 83, b);
     tsr_tensor *rm = make(dt, 1, &cs, rm0), *rv = make(dt, 1, &cs, rv0);
-    double mean[3], var[3], invstd[3], y[48], nrm[3], nrv[3];
-    for (int c = 0; c < 3; ++c) {
-      double s = 0.0, ss = 0.0;
-      for (int n = 0; n < 4; ++n) {
-        for (int i = 0; i < 4; ++i) s += x[(n * 3 + c) * 4 + i];
-      }
-      mean[c] = s / 16.0;
-      for (int n = 0; n < 4; ++n) {
-        for (int i = 0; i < 4; ++i) ss += pow(x[(n * 3 + c) * 4 + i] - mean[c], 2);
-      }
-      var[c] = ss / 16.0;
-      invstd[c] = 1.0 / sqrt(var[c] + 1e-5);
-      nrm[c] = 0.9 * rm0[c] + 0.1 * mean[c];
-      nrv[c] = 0.9 * rv0[c] + 0.1 * ss / 15.0;
-      for (int n = 0; n < 4; ++n) {
-        for (int i = 0; i < 4; ++i) {
-          int j = (n * 3 + c) * 4 + i;
-          y[j] = (x[j] - mean[c]) * invstd[c] * g[c] + b[c];
-        }
-      }
-    }
+    double mean[3], invstd[3], y[48], nrm[3], nrv[3], ones[3] = {1, 1, 1}, zeros[3] = {0};
+    batch_norm_oracle(xs, x, g, b, rm0, rv0, 1, y, mean, invstd, nrm, nrv);
     tsr_tensor *sm = NULL, *si = NULL;
     tsr_tensor *ty = tsr_batch_norm(tx, tg, tb, rm, rv, 1, 0.1, 1e-5, &sm, &si);
     expect_values("batch_norm training", ty, 4, xs, y, tol);
@@ -1033,19 +988,14 @@ static void test_batch_norm_normalises_and_updates_the_running_statistics(void *
     expect_values("batch_norm running_mean", rm, 1, &cs, nrm, tol);
     expect_values("batch_norm running_var", rv, 1, &cs, nrv, tol);
     // Evaluation normalises with the running statistics and leaves them be.
-    for (int c = 0; c < 3; ++c) {
-      for (int n = 0; n < 4; ++n) {
-        for (int i = 0; i < 4; ++i) {
-          int j = (n * 3 + c) * 4 + i;
-          y[j] = (x[j] - nrm[c]) / sqrt(nrv[c] + 1e-5) * g[c] + b[c];
-        }
-      }
-    }
+    double unused[4][3];
+    batch_norm_oracle(xs, x, g, b, nrm, nrv, 0, y, unused[0], unused[1], unused[2], unused[3]);
     tsr_tensor *te = tsr_batch_norm(tx, tg, tb, rm, rv, 0, 0.1, 1e-5, NULL, NULL);
     expect_values("batch_norm eval", te, 4, xs, y, tol);
     expect_values("batch_norm eval keeps running_mean", rm, 1, &cs, nrm, tol);
     // Without gamma, beta or running statistics (training): plain normalisation.
-    for (int j = 0; j < 48; ++j) y[j] = (x[j] - mean[(j / 4) % 3]) * invstd[(j / 4) % 3];
+    batch_norm_oracle(xs, x, ones, zeros, zeros, ones, 1, y, unused[0], unused[1], unused[2],
+                      unused[3]);
     tsr_tensor *tp = tsr_batch_norm(tx, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5, NULL, NULL);
     expect_values("batch_norm without affine or running statistics", tp, 4, xs, y, tol);
     release_n(10, (tsr_tensor *[]){tx, tg, tb, rm, rv, sm, si, ty, te, tp});
@@ -1110,29 +1060,43 @@ static void test_batch_norm_gradients_match_finite_differences_in_training_and_e
 
 // --- cross-entropy ----------------------------------------------------------
 
-// Per-row losses (0 for ignored rows) and the reduced loss.
+// The oracle's cross-entropy: per-row losses (0 for ignored rows), the
+// rows' log-sum-exp, and the loss reduced as |a| says; with |dl| (the NONE
+// loss's gradient), the backward into |dx| as well.
+static double cross_entropy_oracle_ex(const double *x, const int64_t *t, int64_t n, int64_t c,
+                                      const tsr_cross_entropy_attrs *a, double *rows, double *lse,
+                                      const double *dl, double *dx) {
+  const int64_t xs[2] = {n, c};
+  tsr_oracle_tensor in[4];
+  in[0] = tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, (double *)x);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 1, &n, &in[1]), 0);
+  for (int64_t r = 0; r < n; ++r) tsr_oracle_tensor_set(&in[1], r, 0, t[r]);
+  tsr_cross_entropy_attrs none = *a;
+  none.reduction = TSR_REDUCTION_NONE;
+  double total = 0.0;
+  tsr_oracle_tensor out[2] = {tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n, rows),
+                              tsr_oracle_tensor_over(TSR_FLOAT32, 1, &n, lse)};
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_CROSS_ENTROPY, &none, 2, in, 2, out), TSR_OK);
+  out[0] = tsr_oracle_tensor_over(TSR_FLOAT64, 0, NULL, &total);
+  out[1] = tsr_oracle_tensor_over(TSR_FLOAT32, 1, &n, lse);
+  if (a->reduction != TSR_REDUCTION_NONE) {
+    assert_int_equal(tsr_oracle_compute_values(TSR_OP_CROSS_ENTROPY, a, 2, in, 2, out), TSR_OK);
+  }
+  if (dl != NULL) {
+    tsr_oracle_tensor bin[4] = {tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n, (double *)dl), in[0],
+                                in[1], tsr_oracle_tensor_over(TSR_FLOAT32, 1, &n, lse)};
+    tsr_oracle_tensor bout = tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, dx);
+    assert_int_equal(tsr_oracle_compute_values(TSR_OP_CROSS_ENTROPY_BACKWARD, &none, 4, bin, 1,
+                                               &bout),
+                     TSR_OK);
+  }
+  tsr_oracle_tensor_destroy(&in[1]);
+  return total;
+}
+
 static double cross_entropy_oracle(const double *x, const int64_t *t, int64_t n, int64_t c,
                                    const tsr_cross_entropy_attrs *a, double *rows, double *lse) {
-  double total = 0.0;
-  int64_t counted = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    double m = -INFINITY, s = 0.0, all = 0.0;
-    for (int64_t k = 0; k < c; ++k) m = fmax(m, x[r * c + k]);
-    for (int64_t k = 0; k < c; ++k) {
-      s += exp(x[r * c + k] - m);
-      all += x[r * c + k];
-    }
-    lse[r] = m + log(s);
-    if (t[r] == a->ignore_index) {
-      rows[r] = 0.0;
-      continue;
-    }
-    double eps = a->label_smoothing;
-    rows[r] = lse[r] - (1.0 - eps) * x[r * c + t[r]] - eps / (double)c * all;
-    total += rows[r];
-    ++counted;
-  }
-  return a->reduction == TSR_REDUCTION_MEAN ? total / (double)counted : total;
+  return cross_entropy_oracle_ex(x, t, n, c, a, rows, lse, NULL, NULL);
 }
 
 static void test_cross_entropy_matches_float64_for_every_reduction(void **state) {
@@ -1170,12 +1134,7 @@ static void test_cross_entropy_matches_float64_for_every_reduction(void **state)
   double dl[4] = {1.0, -2.0, 0.5, 3.0}, dx[20];
   tsr_tensor *tdl = make(TSR_FLOAT32, 1, &n, dl);
   tsr_tensor *tdx = tsr_cross_entropy_backward(tdl, tx, tt, lse_t, &a);
-  cross_entropy_oracle(x, target, 4, 5, &a, rows, lse);
-  for (int r = 0; r < 4; ++r) {
-    for (int k = 0; k < 5; ++k) {
-      dx[r * 5 + k] = dl[r] * (exp(x[r * 5 + k] - lse[r]) - (k == target[r] ? 1.0 : 0.0));
-    }
-  }
+  cross_entropy_oracle_ex(x, target, 4, 5, &a, rows, lse, dl, dx);
   expect_values("cross_entropy_backward", tdx, 2, xs, dx, 1e-5);
   release_n(10, (tsr_tensor *[]){tx, tt, lse_t, none, mean, ti, sum, mean_i, tdl, tdx});
 }

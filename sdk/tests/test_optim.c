@@ -134,31 +134,26 @@ static void model_step(const model_config *c, model *s, const double *grad, unsi
       continue;
     int first = !s->has_state[j];
     s->has_state[j] = 1;
-    for (int i = kStart[j]; i < kStart[j + 1]; ++i) {
-      double p = s->p[i];
-      if (!c->adam) {
-        const tsr_sgd_options *o = &c->sgd;
-        double g = grad[i] + o->weight_decay * p;
-        double d = g;
-        if (o->momentum != 0) {
-          s->buf[i] = first ? g : o->momentum * s->buf[i] + (1 - o->dampening) * g;
-          d = o->nesterov ? g + o->momentum * s->buf[i] : s->buf[i];
-        }
-        s->p[i] = p - o->lr * d;
-      } else {
-        const tsr_adam_options *o = &c->adam_options;
-        double g = grad[i];
-        if (o->decoupled_weight_decay) {
-          p *= 1 - o->lr * o->weight_decay;
-        } else {
-          g += o->weight_decay * p;
-        }
-        s->m[i] = o->beta1 * s->m[i] + (1 - o->beta1) * g;
-        s->v[i] = o->beta2 * s->v[i] + (1 - o->beta2) * g * g;
-        double bc1 = 1 - pow(o->beta1, (double)s->steps);
-        double bc2 = 1 - pow(o->beta2, (double)s->steps);
-        s->p[i] = p - o->lr / bc1 * s->m[i] / (sqrt(s->v[i] / bc2) + o->eps);
-      }
+    // The step of parameter j: the conformance oracle's SGD_UPDATE or
+    // ADAM_UPDATE over its slice of the model's arrays.
+    const int64_t n = kStart[j + 1] - kStart[j];
+    const int start = kStart[j];
+    tsr_oracle_tensor g = tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n, (double *)grad + start);
+    tsr_oracle_tensor state[3] = {tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n, s->p + start),
+                                  tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n,
+                                                         (c->adam ? s->m : s->buf) + start),
+                                  tsr_oracle_tensor_over(TSR_FLOAT64, 1, &n, s->v + start)};
+    if (!c->adam) {
+      const tsr_sgd_options *o = &c->sgd;
+      const tsr_sgd_attrs a = {sizeof(a),        o->lr,       o->momentum,     o->dampening,
+                               o->weight_decay, o->nesterov, (uint32_t)first};
+      assert_int_equal(tsr_oracle_compute_values(TSR_OP_SGD_UPDATE, &a, 1, &g, 2, state), TSR_OK);
+    } else {
+      const tsr_adam_options *o = &c->adam_options;
+      const tsr_adam_attrs a = {sizeof(a),          o->lr,    o->beta1,
+                                o->beta2,           o->eps,   o->weight_decay,
+                                s->steps,           o->decoupled_weight_decay, 0};
+      assert_int_equal(tsr_oracle_compute_values(TSR_OP_ADAM_UPDATE, &a, 1, &g, 3, state), TSR_OK);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The elementwise-like families on the oneDNN plugin at realistic sizes
 // (mostly 1024 x 1024 = 1M elements): UNARY, UNARY_BACKWARD, BINARY, REDUCE,
-// SOFTMAX, COPY, CAST and CONCAT, checked against float64 loops written here.
+// SOFTMAX, COPY, CAST and CONCAT, checked against the conformance oracle's
+// float64 functions and loops (the data movers against loops written here).
 //
 // Every op's engine is checked before it runs (tsr_op_engine_get), so a
 // case meant for a oneDNN primitive cannot pass by silently running the own
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "onednn_test_util.h"
+#include "oracle/oracle.h"
 #include "tessera/tessera.h"
 #include "test_support.h"
 
@@ -106,91 +108,6 @@ static void check(const char *what, const tsr_tensor *t, const double *want, int
 
 // --- UNARY and UNARY_BACKWARD ------------------------------------------------------
 
-static double sigmoid(double x) {
-  return 1 / (1 + exp(-x));
-}
-static double gelu(double x) {
-  return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-}
-static double gelu_tanh_u(double x) {
-  return sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
-}
-static double gelu_tanh(double x) {
-  return 0.5 * x * (1 + tanh(gelu_tanh_u(x)));
-}
-
-static double unary_f(tsr_unary_fn_t fn, double x, double alpha) {
-  switch (fn) {
-    case TSR_UNARY_NEG:
-      return -x;
-    case TSR_UNARY_ABS:
-      return fabs(x);
-    case TSR_UNARY_EXP:
-      return exp(x);
-    case TSR_UNARY_LOG:
-      return log(x);
-    case TSR_UNARY_SQRT:
-      return sqrt(x);
-    case TSR_UNARY_RECIPROCAL:
-      return 1 / x;
-    case TSR_UNARY_SQUARE:
-      return x * x;
-    case TSR_UNARY_TANH:
-      return tanh(x);
-    case TSR_UNARY_SIGMOID:
-      return sigmoid(x);
-    case TSR_UNARY_RELU:
-      return x != x ? x : (x > 0 ? x : 0);
-    case TSR_UNARY_GELU:
-      return gelu(x);
-    case TSR_UNARY_GELU_TANH:
-      return gelu_tanh(x);
-    case TSR_UNARY_SILU:
-      return x * sigmoid(x);
-    case TSR_UNARY_LEAKY_RELU:
-      return x > 0 ? x : alpha * x;
-    case TSR_UNARY_ELU:
-      return x > 0 ? x : alpha * expm1(x);
-    case TSR_UNARY_ROUND:
-      return nearbyint(x);
-    default:
-      fail_msg("unary fn %d has no reference here", (int)fn);
-      return NAN;
-  }
-}
-
-static double unary_df(tsr_unary_fn_t fn, double x) {
-  if (x != x)
-    return x;
-  switch (fn) {
-    case TSR_UNARY_LOG:
-      return 1 / x;
-    case TSR_UNARY_SQRT:
-      return 0.5 / sqrt(x);
-    case TSR_UNARY_RECIPROCAL:
-      return -1 / (x * x);
-    case TSR_UNARY_SQUARE:
-      return 2 * x;
-    case TSR_UNARY_TANH:
-      return 1 - tanh(x) * tanh(x);
-    case TSR_UNARY_SIGMOID:
-      return sigmoid(x) * (1 - sigmoid(x));
-    case TSR_UNARY_RELU:
-      return x > 0 ? 1 : 0;
-    case TSR_UNARY_GELU:
-      return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
-    case TSR_UNARY_GELU_TANH: {
-      const double t = tanh(gelu_tanh_u(x));
-      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
-    }
-    case TSR_UNARY_SILU:
-      return sigmoid(x) * (1 + x * (1 - sigmoid(x)));
-    default:
-      fail_msg("unary fn %d has no derivative here", (int)fn);
-      return NAN;
-  }
-}
-
 typedef struct unary_case {
   tsr_unary_fn_t fn;
   const char *name;
@@ -213,7 +130,9 @@ static void unary_run(const unary_case *u) {
   const tsr_unary_attrs attrs = {sizeof(attrs), u->fn, 0, u->alpha};
   run_expect(TSR_OP_UNARY, 1, &xt, 1, &yt, &attrs, u->engine);
   double *want = dalloc(NUMEL);
-  for (int64_t i = 0; i < NUMEL; ++i) want[i] = unary_f(u->fn, x[i], (double)(float)u->alpha);
+  for (int64_t i = 0; i < NUMEL; ++i) {
+    want[i] = tsr_oracle_unary_value(u->fn, x[i], (double)(float)u->alpha);
+  }
   check(u->name, yt, want, NUMEL, u->exact ? 0 : 1e-5, u->exact ? 0 : 1e-6);
   tsr_tensor_release(yt);
   tsr_tensor_release(xt);
@@ -298,7 +217,9 @@ static void test_unary_backward(void **state) {
     const tsr_unary_attrs attrs = {sizeof(attrs), cases[c].fn, 0, 0};
     run_expect(TSR_OP_UNARY_BACKWARD, 2, inputs, 1, &dx, &attrs, cases[c].engine);
     double *want = dalloc(NUMEL);
-    for (int64_t i = 0; i < NUMEL; ++i) want[i] = dy[i] * unary_df(cases[c].fn, x[i]);
+    for (int64_t i = 0; i < NUMEL; ++i) {
+      want[i] = dy[i] * tsr_oracle_unary_derivative(cases[c].fn, x[i], 0);
+    }
     check(cases[c].name, dx, want, NUMEL, 1e-5, 1e-5);
     tsr_tensor_release(dx);
     tsr_tensor_release(inputs[0]);
@@ -310,24 +231,6 @@ static void test_unary_backward(void **state) {
 }
 
 // --- BINARY ------------------------------------------------------------------------
-
-static double binary_f(tsr_binary_fn_t fn, double a, double b, double alpha) {
-  switch (fn) {
-    case TSR_BINARY_ADD:
-      return (double)(float)(a + alpha * b);
-    case TSR_BINARY_SUB:
-      return (double)(float)(a - alpha * b);
-    case TSR_BINARY_MUL:
-      return a * b;
-    case TSR_BINARY_DIV:
-      return a / b;
-    case TSR_BINARY_MAXIMUM:
-      return (a != a || b != b) ? NAN : (a > b ? a : b);
-    default:
-      fail_msg("binary fn %d has no reference here", (int)fn);
-      return NAN;
-  }
-}
 
 // |a_rows| x |a_cols| and |b_rows| x |b_cols| operands, each [R, C] or a
 // row/column broadcast to it; |in_place| 1: out is a, 2: out is b.
@@ -370,7 +273,7 @@ static void binary_run(const binary_case *c) {
     for (int64_t j = 0; j < C; ++j) {
       const double av = a[(c->a_rows == 1 ? 0 : i) * c->a_cols + (c->a_cols == 1 ? 0 : j)];
       const double bv = b[(c->b_rows == 1 ? 0 : i) * c->b_cols + (c->b_cols == 1 ? 0 : j)];
-      want[i * C + j] = binary_f(c->fn, av, bv, alpha);
+      want[i * C + j] = tsr_oracle_binary_value(c->fn, av, bv, alpha);
       // alpha != 1: alpha * b is rounded once or fused into the add, so
       // 2 u (|a| + |alpha b|) + u |out| (docs/conformance.md 5); else exact.
       tol[i * C + j] = alpha == 1.0
@@ -430,34 +333,16 @@ static void reduce_check(const char *what, tsr_tensor *xt, const double *x, tsr_
   const tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
   run_expect(TSR_OP_REDUCE, 1, &xt, 1, &out, &attrs, engine);
   const int64_t n = out_sizes[0] * out_sizes[1], per = NUMEL / n;
+  const int64_t sizes[2] = {R, C};
   double *want = dalloc(n), *mag = dalloc(n);
-  for (int64_t o = 0; o < n; ++o) {
-    want[o] = fn == TSR_REDUCE_PROD ? 1.0 : fn == TSR_REDUCE_MAX ? -INFINITY : 0.0;
-  }
-  for (int64_t i = 0; i < R; ++i) {
-    for (int64_t j = 0; j < C; ++j) {
-      const int64_t o = ((mask & 1u) ? 0 : i) * out_sizes[1] + ((mask & 2u) ? 0 : j);
-      const double v = x[i * C + j];
-      switch (fn) {
-        case TSR_REDUCE_PROD:
-          want[o] *= v;
-          break;
-        case TSR_REDUCE_MAX:
-          want[o] = (v != v || want[o] != want[o]) ? NAN : fmax(want[o], v);
-          break;
-        default:
-          want[o] += v;
-          break;
-      }
-      mag[o] += fabs(v);
-    }
-  }
+  int64_t *count = calloc((size_t)n, sizeof(int64_t));
+  assert_non_null(count);
+  orc_reduce(fn, 2, sizes, mask, x, want, mag, count);  // mag: the sum of |x|
+  free(count);
   double *got = read_back(out);
   for (int64_t o = 0; o < n; ++o) {
-    if (fn == TSR_REDUCE_MEAN) {
-      want[o] /= (double)per;
+    if (fn == TSR_REDUCE_MEAN)
       mag[o] /= (double)per;
-    }
     // Any summation order: (n + 1) u sum |x| (docs/conformance.md 5).
     const double tol = fn == TSR_REDUCE_PROD  ? (double)(per + 1) * 0x1p-24 * fabs(want[o])
                        : fn == TSR_REDUCE_MAX ? 0.0
@@ -506,26 +391,21 @@ static void test_reduce(void **state) {
 
 // --- SOFTMAX -----------------------------------------------------------------------
 
-// Softmax of the [R, C] values |x| over |axis| in float64, NaN rules as the
-// catalogue's formula gives them.
-static double *softmax_want(const double *x, int axis, int log_softmax) {
-  double *y = dalloc(NUMEL);
-  const int64_t slices = axis == 1 ? R : C, n = axis == 1 ? C : R;
-  for (int64_t s = 0; s < slices; ++s) {
-    const int64_t base = axis == 1 ? s * C : s, step = axis == 1 ? 1 : C;
-    double m = -INFINITY;
-    for (int64_t k = 0; k < n; ++k) {
-      const double v = x[base + k * step];
-      m = (v > m || v != v) ? v : m;
-    }
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) sum += exp(x[base + k * step] - m);
-    for (int64_t k = 0; k < n; ++k) {
-      const double v = x[base + k * step] - m;
-      y[base + k * step] = log_softmax ? v - log(sum) : exp(v) / sum;
-    }
-  }
-  return y;
+// The oracle's SOFTMAX (|backward| 0) of the [R, C] values |x|, or its
+// SOFTMAX_BACKWARD of |dy| and |x| (the forward's output), over |axis|.
+static double *softmax_want(const double *x, const double *dy, int axis, int log_softmax,
+                            int backward) {
+  const int64_t sizes[2] = {R, C};
+  const tsr_softmax_attrs attrs = {sizeof(attrs), axis, (uint32_t)log_softmax};
+  double *out = dalloc(NUMEL);
+  tsr_oracle_tensor in[2] = {tsr_oracle_tensor_over(TSR_FLOAT32, 2, sizes, (double *)dy),
+                             tsr_oracle_tensor_over(TSR_FLOAT32, 2, sizes, (double *)x)};
+  tsr_oracle_tensor y = tsr_oracle_tensor_over(TSR_FLOAT32, 2, sizes, out);
+  assert_int_equal(tsr_oracle_compute_values(backward ? TSR_OP_SOFTMAX_BACKWARD : TSR_OP_SOFTMAX,
+                                             &attrs, backward ? 2 : 1, backward ? in : in + 1, 1,
+                                             &y),
+                   TSR_OK);
+  return out;
 }
 
 static void softmax_run(const char *what, int axis, int transposed, int log_softmax,
@@ -545,7 +425,7 @@ static void softmax_run(const char *what, int axis, int transposed, int log_soft
   tsr_tensor *yt = transposed ? empty_transposed(TSR_FLOAT32) : empty(TSR_FLOAT32, 2, sizes);
   const tsr_softmax_attrs attrs = {sizeof(attrs), axis, (uint32_t)log_softmax};
   run_expect(TSR_OP_SOFTMAX, 1, &xt, 1, &yt, &attrs, engine);
-  double *want = softmax_want(x, axis, log_softmax);
+  double *want = softmax_want(x, NULL, axis, log_softmax, 0);
   check(what, yt, want, NUMEL, 1e-5, log_softmax ? 1e-5 : 1e-9);
   // The backward on the forward's output: dx = y (dy - sum(dy y)), or
   // dy - exp(y) sum(dy) for log-softmax.
@@ -556,19 +436,7 @@ static void softmax_run(const char *what, int axis, int transposed, int log_soft
   tsr_tensor *inputs[2] = {dyt, yt};
   // oneDNN's softmax backward has vector code with AVX-512 only.
   run_expect(TSR_OP_SOFTMAX_BACKWARD, 2, inputs, 1, &dxt, &attrs, ENGINE_ANY);
-  double *dx = dalloc(NUMEL);
-  for (int64_t s = 0; s < (axis == 1 ? R : C); ++s) {
-    const int64_t base = axis == 1 ? s * C : s;
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = base + k * step;
-      sum += log_softmax ? dy[i] : dy[i] * y[i];
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = base + k * step;
-      dx[i] = log_softmax ? dy[i] - exp(y[i]) * sum : y[i] * (dy[i] - sum);
-    }
-  }
+  double *dx = softmax_want(y, dy, axis, log_softmax, 1);
   check("softmax backward", dxt, dx, NUMEL, 1e-4, 1e-6);
   tsr_tensor_release(dxt);
   tsr_tensor_release(dyt);

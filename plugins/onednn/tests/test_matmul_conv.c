@@ -1,6 +1,6 @@
 // MATMUL and the CONV2D family on the oneDNN plugin, at sizes larger than the
 // conformance suite's (a 256x512x384 GEMM, a 3x3 convolution over
-// 8 x 32 x 28 x 28), checked against float64 loops written here.
+// 8 x 32 x 28 x 28), checked against the conformance oracle's float64 loops.
 //
 // Every op's engine is checked before it runs (tsr_op_engine_get), so a
 // case meant for a oneDNN primitive cannot pass by silently running the
@@ -74,44 +74,10 @@ static void expect_close(const char *what, const double *got, const double *want
   printf("  %-44s max err/bound %.3f\n", what, worst);
 }
 
-static double act_apply(tsr_activation_t act, double v) {
-  switch (act) {
-    case TSR_ACTIVATION_RELU:
-      return v > 0 ? v : 0.0;
-    case TSR_ACTIVATION_TANH:
-      return tanh(v);
-    case TSR_ACTIVATION_SIGMOID:
-      return 1.0 / (1.0 + exp(-v));
-    case TSR_ACTIVATION_GELU:
-      return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-    default:
-      return v;
-  }
-}
-
 // --- MATMUL ----------------------------------------------------------------------
 
-// sum[i, j] = sum over p of a[i, p] * b(p, j) in float64, and mag[i, j] the
-// sum of the products' magnitudes; a is [M, K] row-major, b(p, j) is at
-// b[p * b_rs + j * b_cs].
-static void product_f64(const double *a, const double *b, int64_t b_rs, int64_t b_cs, int64_t m,
-                        int64_t k, int64_t n, double *sum, double *mag) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0.0, abs_acc = 0.0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double v = a[i * k + p] * b[p * b_rs + j * b_cs];
-        acc += v;
-        abs_acc += fabs(v);
-      }
-      sum[i * n + j] = acc;
-      mag[i * n + j] = abs_acc;
-    }
-  }
-}
-
 // out = act(alpha * a @ b + bias + beta * out0) for a [M, K] and b given
-// transposed, as bt [N, K] (so b is a strided view), with float64 loops.
+// transposed, as bt [N, K] (so b is a strided view), against the oracle.
 static void matmul_case(int64_t m, int64_t k, int64_t n, double alpha, double beta,
                         tsr_activation_t act, int with_bias, uint64_t seed, const char *what) {
   ts_rng rng = {seed};
@@ -132,17 +98,13 @@ static void matmul_case(int64_t m, int64_t k, int64_t n, double alpha, double be
   onednn_run_expect(TSR_OP_MATMUL, with_bias ? 3 : 2, inputs, 1, &tout, &attrs, act_engine(act),
                     what);
 
-  double *want = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
-  product_f64(a, bt, 1, k, m, k, n, want, mag);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const double v = (double)(float)alpha * want[i * n + j] + (with_bias ? bias[j] : 0.0) +
-                       (beta != 0.0 ? (double)(float)beta * out0[i * n + j] : 0.0);
-      want[i * n + j] = act_apply(act, v);
-      mag[i * n + j] =
-          fabs(alpha) * mag[i * n + j] + fabs(bias[j]) + fabs(beta * out0[i * n + j]);
-    }
+  double *want = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n), *b = dalloc(k * n);
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) b[p * n + j] = bt[j * k + p];
   }
+  orc_matmul_attrs(&attrs, TSR_FLOAT32, 2, (int64_t[]){m, k}, a, 2, (int64_t[]){k, n}, b, 1, &n,
+                   with_bias ? bias : NULL, out0, 2, (int64_t[]){m, n}, want, NULL, mag);
+  free(b);
   read_all(tout, got, m * n);
   expect_close(what, got, want, mag, m * n, 1e-5);
   tsr_tensor_release(ta);
@@ -177,7 +139,7 @@ static void test_matmul_alpha_beta_epilogues(void **state) {
 
 // Linear's gradient products: dW = dy^T @ x (|transposed_a|: a is the
 // transposed view of a [K, M] tensor) or dx = dy @ w, b and out row-major,
-// on |want|, against float64 loops.
+// on |want|, against the oracle.
 static void linear_grad_case(int64_t m, int64_t k, int64_t n, int transposed_a, engine_kind want,
                              uint64_t seed, const char *what) {
   ts_rng rng = {seed};
@@ -203,7 +165,8 @@ static void linear_grad_case(int64_t m, int64_t k, int64_t n, int transposed_a, 
   tsr_tensor *inputs[2] = {ta, tb};
   onednn_run_expect(TSR_OP_MATMUL, 2, inputs, 1, &tout, NULL, want, what);
   double *want_v = dalloc(m * n), *mag = dalloc(m * n), *got = dalloc(m * n);
-  product_f64(a, b, n, 1, m, k, n, want_v, mag);
+  orc_matmul(2, (int64_t[]){m, k}, a, 2, (int64_t[]){k, n}, b, 0, NULL, NULL, TSR_ACTIVATION_NONE,
+             2, (int64_t[]){m, n}, want_v, mag);
   read_all(tout, got, m * n);
   expect_close(what, got, want_v, mag, m * n, 1e-5);
   tsr_tensor_release(ta);
@@ -244,20 +207,8 @@ static void test_matmul_batch_broadcast(void **state) {
   tsr_tensor *inputs[2] = {ta, tb};
   run_onednn(TSR_OP_MATMUL, 2, inputs, 1, &tout, NULL, "matmul [4]x64x96x80 b batch-broadcast");
   double *want = dalloc(B * M * NN), *mag = dalloc(B * M * NN), *got = dalloc(B * M * NN);
-  for (int64_t z = 0; z < B; ++z) {
-    for (int64_t i = 0; i < M; ++i) {
-      for (int64_t j = 0; j < NN; ++j) {
-        double acc = 0.0, abs_acc = 0.0;
-        for (int64_t p = 0; p < K; ++p) {
-          const double prod = a[(z * M + i) * K + p] * b[p * NN + j];
-          acc += prod;
-          abs_acc += fabs(prod);
-        }
-        want[(z * M + i) * NN + j] = acc;
-        mag[(z * M + i) * NN + j] = abs_acc;
-      }
-    }
-  }
+  orc_matmul(3, (int64_t[]){B, M, K}, a, 3, (int64_t[]){1, K, NN}, b, 0, NULL, NULL,
+             TSR_ACTIVATION_NONE, 3, (int64_t[]){B, M, NN}, want, mag);
   read_all(tout, got, B * M * NN);
   expect_close("matmul batch-broadcast", got, want, mag, B * M * NN, 1e-5);
   tsr_tensor_release(ta);
@@ -294,92 +245,6 @@ static conv_shape conv_shape_make(int64_t n, int64_t c, int64_t h, int64_t w, in
   s.oh = (h + pad_before + pad_after - dilation * (k - 1) - 1) / stride + 1;
   s.ow = (w + pad_before + pad_after - dilation * (k - 1) - 1) / stride + 1;
   return s;
-}
-
-#define X_AT(s, n_, c_, h_, w_) ((((n_) * (s)->c + (c_)) * (s)->h + (h_)) * (s)->w + (w_))
-#define W_AT(s, o_, c_, i_, j_) \
-  ((((o_) * ((s)->c / (s)->attrs.groups) + (c_)) * (s)->kh + (i_)) * (s)->kw + (j_))
-#define Y_AT(s, n_, o_, p_, q_) ((((n_) * (s)->o + (o_)) * (s)->oh + (p_)) * (s)->ow + (q_))
-
-// Calls |visit| for every (x index, w index, y index) product of the
-// convolution: the one loop nest all three float64 references share.
-typedef void (*conv_visit_fn)(void *arg, int64_t xi, int64_t wi, int64_t yi);
-static void conv_for_each(const conv_shape *s, conv_visit_fn visit, void *arg) {
-  const int64_t cg = s->c / s->attrs.groups, og = s->o / s->attrs.groups;
-  for (int64_t n = 0; n < s->n; ++n) {
-    for (int64_t o = 0; o < s->o; ++o) {
-      const int64_t g = o / og;
-      for (int64_t p = 0; p < s->oh; ++p) {
-        for (int64_t q = 0; q < s->ow; ++q) {
-          const int64_t yi = Y_AT(s, n, o, p, q);
-          for (int64_t c = 0; c < cg; ++c) {
-            for (int64_t i = 0; i < s->kh; ++i) {
-              const int64_t hh =
-                  p * s->attrs.stride[0] - s->attrs.pad_before[0] + i * s->attrs.dilation[0];
-              if (hh < 0 || hh >= s->h)
-                continue;
-              for (int64_t j = 0; j < s->kw; ++j) {
-                const int64_t ww =
-                    q * s->attrs.stride[1] - s->attrs.pad_before[1] + j * s->attrs.dilation[1];
-                if (ww < 0 || ww >= s->w)
-                  continue;
-                visit(arg, X_AT(s, n, g * cg + c, hh, ww), W_AT(s, o, c, i, j), yi);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-typedef struct conv_ref {
-  const double *x, *w, *dy;
-  double *out, *mag;
-} conv_ref;
-
-static void conv_fwd_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
-  conv_ref *r = arg;
-  r->out[yi] += r->x[xi] * r->w[wi];
-  r->mag[yi] += fabs(r->x[xi] * r->w[wi]);
-}
-static void conv_bwd_data_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
-  conv_ref *r = arg;
-  r->out[xi] += r->dy[yi] * r->w[wi];
-  r->mag[xi] += fabs(r->dy[yi] * r->w[wi]);
-}
-static void conv_bwd_filter_visit(void *arg, int64_t xi, int64_t wi, int64_t yi) {
-  conv_ref *r = arg;
-  r->out[wi] += r->dy[yi] * r->x[xi];
-  r->mag[wi] += fabs(r->dy[yi] * r->x[xi]);
-}
-
-// Checks dw (|wn| elements) and dbias (unless |tdb| is NULL) of a filter
-// gradient against float64 sums of x and dy (|yn| elements) over |s|.
-static void expect_filter_grads(const conv_shape *s, const double *x, const double *dy,
-                                int64_t wn, int64_t yn, tsr_tensor *tdw, tsr_tensor *tdb,
-                                const char *w_label, const char *b_label) {
-  double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
-  conv_ref r = {x, NULL, dy, want, mag};
-  conv_for_each(s, conv_bwd_filter_visit, &r);
-  read_all(tdw, got, wn);
-  expect_close(w_label, got, want, mag, wn, 1e-5);
-  free(want);
-  free(mag);
-  free(got);
-  if (tdb == NULL)
-    return;
-  double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
-  for (int64_t i = 0; i < yn; ++i) {
-    const int64_t o = (i / (s->oh * s->ow)) % s->o;
-    db_want[o] += dy[i];
-    db_mag[o] += fabs(dy[i]);
-  }
-  read_all(tdb, db_got, s->o);
-  expect_close(b_label, db_got, db_want, db_mag, s->o, 1e-5);
-  free(db_want);
-  free(db_mag);
-  free(db_got);
 }
 
 // A tensor holding the NCHW values |v| of [a, b, c, d], stored NCHW or, when
@@ -429,9 +294,66 @@ static conv_dims conv_dims_of(const conv_shape *s) {
   return d;
 }
 
+// The oracle's CONV2D of |s| on x and w, with |bias| (or NULL: none) and
+// |act|, into y; |mag| (or NULL) gets each element's sum of |terms|.
+static void conv_fwd_want(const conv_shape *s, const double *x, const double *w,
+                          const double *bias, tsr_activation_t act, double *y, double *mag) {
+  const conv_dims d = conv_dims_of(s);
+  tsr_conv2d_attrs attrs = s->attrs;
+  attrs.has_bias = bias != NULL;
+  attrs.activation = act;
+  orc_conv2d(TSR_OP_CONV2D, &attrs, d.xs, (double *)x, d.ws, (double *)w, d.ys, y,
+             (double *)bias, NULL, mag, NULL);
+}
+
+// The oracle's CONV2D_BACKWARD_DATA of |s|: dx of dy and w.
+static void conv_bwd_data_want(const conv_shape *s, const double *dy, const double *w, double *dx,
+                               double *mag) {
+  const conv_dims d = conv_dims_of(s);
+  tsr_conv2d_attrs attrs = s->attrs;
+  attrs.has_bias = 0;
+  orc_conv2d(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, d.xs, dx, d.ws, (double *)w, d.ys, (double *)dy,
+             NULL, NULL, mag, NULL);
+}
+
+// The oracle's CONV2D_BACKWARD_FILTER of |s|: dw (and, |with_bias|, dbias)
+// of dy and x.
+static void conv_bwd_filter_want(const conv_shape *s, const double *x, const double *dy,
+                                 int with_bias, double *dw, double *mag, double *db,
+                                 double *db_mag) {
+  const conv_dims d = conv_dims_of(s);
+  tsr_conv2d_attrs attrs = s->attrs;
+  attrs.has_bias = (uint32_t)with_bias;
+  orc_conv2d(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, d.xs, (double *)x, d.ws, dw, d.ys,
+             (double *)dy, db, NULL, mag, db_mag);
+}
+
+// Checks dw (|wn| elements) and dbias (unless |tdb| is NULL) of a filter
+// gradient against the oracle's, of x and dy over |s|.
+static void expect_filter_grads(const conv_shape *s, const double *x, const double *dy,
+                                int64_t wn, int64_t yn, tsr_tensor *tdw, tsr_tensor *tdb,
+                                const char *w_label, const char *b_label) {
+  (void)yn;
+  double *want = dalloc(wn), *mag = dalloc(wn), *got = dalloc(wn);
+  double *db_want = dalloc(s->o), *db_mag = dalloc(s->o), *db_got = dalloc(s->o);
+  conv_bwd_filter_want(s, x, dy, tdb != NULL, want, mag, db_want, db_mag);
+  read_all(tdw, got, wn);
+  expect_close(w_label, got, want, mag, wn, 1e-5);
+  if (tdb != NULL) {
+    read_all(tdb, db_got, s->o);
+    expect_close(b_label, db_got, db_want, db_mag, s->o, 1e-5);
+  }
+  free(want);
+  free(mag);
+  free(got);
+  free(db_want);
+  free(db_mag);
+  free(db_got);
+}
+
 // Runs CONV2D (with bias and |act|), CONV2D_BACKWARD_DATA and
 // CONV2D_BACKWARD_FILTER (with dbias) for |s| and checks each against the
-// float64 loops. The forward and backward data run on oneDNN, the filter
+// oracle. The forward and backward data run on oneDNN, the filter
 // gradient where |filter_want| says.
 static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_last, uint64_t seed,
                       engine_kind filter_want, const char *what) {
@@ -458,14 +380,7 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
     snprintf(label, sizeof(label), "%s fwd", what);
     onednn_run_expect(TSR_OP_CONV2D, 3, inputs, 1, &ty, &attrs, act_engine(act), label);
     double *want = dalloc(d.yn), *mag = dalloc(d.yn), *got = dalloc(d.yn);
-    conv_ref r = {x, w, dy, want, mag};
-    conv_for_each(s, conv_fwd_visit, &r);
-    for (int64_t i = 0; i < d.yn; ++i) {
-      const int64_t o = (i / (s->oh * s->ow)) % s->o;
-      want[i] = act_apply(act, want[i] + bias[o]);
-      mag[i] += fabs(bias[o]);
-    }
-    read_all(ty, got, d.yn);
+    conv_fwd_want(s, x, w, bias, act, want, mag);    read_all(ty, got, d.yn);
     expect_close(label, got, want, mag, d.yn, 1e-5);
     tsr_tensor_release(ty);
     free(want);
@@ -479,8 +394,7 @@ static void conv_case(const conv_shape *s, tsr_activation_t act, int channels_la
     snprintf(label, sizeof(label), "%s bwd-data", what);
     run_onednn(TSR_OP_CONV2D_BACKWARD_DATA, 2, inputs, 1, &tdx, &s->attrs, label);
     double *want = dalloc(d.xn), *mag = dalloc(d.xn), *got = dalloc(d.xn);
-    conv_ref r = {x, w, dy, want, mag};
-    conv_for_each(s, conv_bwd_data_visit, &r);
+    conv_bwd_data_want(s, dy, w, want, mag);
     read_all(tdx, got, d.xn);
     expect_close(label, got, want, mag, d.xn, 1e-5);
     tsr_tensor_release(tdx);
@@ -595,7 +509,7 @@ static void test_conv_filter_gradient_with_one_input_channel_runs_the_direct_ker
 // (N 64, 32 -> 64, 13x13, 121 positions: not a multiple of 8), odd channel
 // counts that leave partial register tiles (45 rows, 13 output channels),
 // asymmetric padding, a single image, stride and dilation, a 5x5 kernel,
-// with dbias and without, against the float64 loops.
+// with dbias and without, against the oracle.
 static void test_conv_filter_gradient_with_several_channels_runs_the_direct_kernel(void **state) {
   (void)state;
   const conv_shape shapes[] = {conv_shape_make(64, 32, 13, 13, 64, 3, 1, 0, 0, 1, 1),
@@ -678,16 +592,7 @@ static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bi
   assert_int_equal(tsr_op_run(TSR_OP_CONV2D, ni, inputs, 1, &ty, &attrs), TSR_OK);
   assert_int_equal(ts_read(ty, got, d.yn), d.yn);
   double *want = dalloc(d.yn), *mag = dalloc(d.yn);
-  conv_ref r = {x, w, NULL, want, mag};
-  conv_for_each(s, conv_fwd_visit, &r);
-  for (int64_t i = 0; i < d.yn; ++i) {
-    const int64_t o = (i / (s->oh * s->ow)) % s->o;
-    if (with_bias) {
-      want[i] += bias[o];
-      mag[i] += fabs(bias[o]);
-    }
-    want[i] = act_apply(act, want[i]);
-  }
+  conv_fwd_want(s, x, w, with_bias ? bias : NULL, act, want, mag);
   expect_close(what, got, want, mag, d.yn, 1e-5);
   tsr_tensor_release(tx);
   tsr_tensor_release(tw);
@@ -709,7 +614,7 @@ static void conv_forward_on(tsr_device *device, const conv_shape *s, int with_bi
 // (the CNN's second layer, 121 positions: not a multiple of the 6-position
 // tile; 40 and 13 output channels, partial 16-channel tiles; a single image;
 // 48 channels at 11x11, 5x5), with bias and without, RELU, against the
-// float64 loops. Padding, 16 channels, 1x1, a small one-channel output,
+// oracle. Padding, 16 channels, 1x1, a small one-channel output,
 // another activation and groups stay on oneDNN.
 static void test_conv_forward_runs_the_direct_kernels_where_faster(void **state) {
   (void)state;
@@ -830,19 +735,13 @@ static void test_conv_weight_cache_follows_in_place_writes(void **state) {
     char label[96];
     snprintf(label, sizeof(label), "weight cache round %d fwd", round);
     run_onednn(TSR_OP_CONV2D, 2, fwd_in, 1, &ty, &s.attrs, label);
-    memset(want, 0, (size_t)yn * sizeof(double));
-    memset(mag, 0, (size_t)yn * sizeof(double));
-    conv_ref r = {x, w, dy, want, mag};
-    conv_for_each(&s, conv_fwd_visit, &r);
+    conv_fwd_want(&s, x, w, NULL, TSR_ACTIVATION_NONE, want, mag);
     read_all(ty, got, yn);
     expect_close(label, got, want, mag, yn, 1e-5);
 
     snprintf(label, sizeof(label), "weight cache round %d bwd-data", round);
     run_onednn(TSR_OP_CONV2D_BACKWARD_DATA, 2, bwd_in, 1, &tdx, &s.attrs, label);
-    memset(dx_want, 0, (size_t)xn * sizeof(double));
-    memset(dx_mag, 0, (size_t)xn * sizeof(double));
-    conv_ref rd = {x, w, dy, dx_want, dx_mag};
-    conv_for_each(&s, conv_bwd_data_visit, &rd);
+    conv_bwd_data_want(&s, dy, w, dx_want, dx_mag);
     read_all(tdx, dx_got, xn);
     expect_close(label, dx_got, dx_want, dx_mag, xn, 1e-5);
   }
@@ -874,10 +773,7 @@ static void test_conv_weight_cache_survives_buffer_reuse(void **state) {
     char label[96];
     snprintf(label, sizeof(label), "weight buffer reuse round %d", round);
     run_onednn(TSR_OP_CONV2D, 2, inputs, 1, &ty, &s.attrs, label);
-    memset(want, 0, (size_t)yn * sizeof(double));
-    memset(mag, 0, (size_t)yn * sizeof(double));
-    conv_ref r = {x, w, NULL, want, mag};
-    conv_for_each(&s, conv_fwd_visit, &r);
+    conv_fwd_want(&s, x, w, NULL, TSR_ACTIVATION_NONE, want, mag);
     read_all(ty, got, yn);
     expect_close(label, got, want, mag, yn, 1e-5);
     tsr_tensor_release(tw);
@@ -974,10 +870,7 @@ static void test_conv_weight_cache_under_concurrent_executions(void **state) {
       a->w[k] = dalloc(wn);
       ts_rng_fill(&rng, TSR_FLOAT32, -1.0, 1.0, a->w[k], wn);
       a->want[k] = dalloc(yn);
-      double *mag = dalloc(yn);
-      conv_ref r = {a->x, a->w[k], NULL, a->want[k], mag};
-      conv_for_each(&s, conv_fwd_visit, &r);
-      free(mag);
+      conv_fwd_want(&s, a->x, a->w[k], NULL, TSR_ACTIVATION_NONE, a->want[k], NULL);
     }
   }
   // One run first, so the threads share an existing plan.

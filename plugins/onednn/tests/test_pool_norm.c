@@ -1,6 +1,8 @@
 // POOL2D(_BACKWARD), LAYER_NORM(_BACKWARD) and BATCH_NORM(_BACKWARD) on the
 // oneDNN plugin, at the sizes of a small CNN (N = 32, C = 16, 28 x 28),
-// checked against float64 loops written here.
+// checked against the conformance oracle (pooling) and float64 loops
+// written here (the norms, whose error scales come from their intermediate
+// values).
 //
 // The plugin runs an op on a oneDNN primitive or on its own kernel; the
 // results must agree with the catalogue either way. Every op's engine is
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "onednn_test_util.h"
+#include "oracle/oracle.h"
 #include "tessera/tessera.h"
 #include "test_support.h"
 
@@ -165,20 +168,24 @@ static tsr_pool2d_attrs pool_attrs(const pool_case *p, tsr_pool_kind_t kind) {
   return a;
 }
 
-// The AVG divisor of window (oh, ow) per the catalogue.
-static double pool_divisor(const pool_case *p, int64_t oh, int64_t ow) {
-  int64_t counts[2];
-  const int64_t outs[2] = {oh, ow}, ins[2] = {H, W};
-  for (int d = 0; d < 2; ++d) {
-    counts[d] = 0;
-    for (int64_t k = 0; k < p->kernel; ++k) {
-      const int64_t i = outs[d] * p->stride - p->pad_before + k * p->dilation;
-      const int64_t lo = p->count_include_pad ? -p->pad_before : 0;
-      const int64_t hi = p->count_include_pad ? ins[d] + p->pad_after : ins[d];
-      counts[d] += i >= lo && i < hi;
-    }
-  }
-  return (double)(counts[0] * counts[1]);
+// The conformance oracle's |op| (POOL2D or POOL2D_BACKWARD of AVG or a MAX
+// forward) with |attrs| on the NCHW values |in| of |in_sizes| (their absolute
+// values when |absolute|: the magnitudes of the terms) into |out| of
+// |out_sizes|, and a MAX forward's indices into |out_index|.
+static void pool_oracle(int32_t op, const tsr_pool2d_attrs *attrs, const int64_t *in_sizes,
+                        const double *in, const int64_t *out_sizes, double *out, int absolute,
+                        int64_t *out_index) {
+  const int64_t n = in_sizes[0] * in_sizes[1] * in_sizes[2] * in_sizes[3];
+  double *v = dalloc(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = absolute ? fabs(in[i]) : in[i];
+  tsr_oracle_tensor x = tsr_oracle_tensor_over(TSR_FLOAT32, 4, in_sizes, v), y[2];
+  y[0] = tsr_oracle_tensor_over(TSR_FLOAT32, 4, out_sizes, out);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 4, out_sizes, &y[1]), 0);
+  const int32_t outputs = out_index != NULL ? 2 : 1;
+  assert_int_equal(tsr_oracle_compute_values(op, attrs, 1, &x, outputs, y), TSR_OK);
+  for (int64_t i = 0; out_index != NULL && i < y[1].numel; ++i) out_index[i] = y[1].iv[i];
+  tsr_oracle_tensor_destroy(&y[1]);
+  free(v);
 }
 
 static void avg_pool_layout(int nhwc) {
@@ -197,26 +204,8 @@ static void avg_pool_layout(int nhwc) {
     // Forward.
     double *want = dalloc(yn);
     double *mag = dalloc(yn);
-    for (int64_t plane = 0; plane < N * C; ++plane) {
-      for (int64_t i = 0; i < oh; ++i) {
-        for (int64_t j = 0; j < ow; ++j) {
-          double sum = 0, abs_sum = 0;
-          for (int64_t kh = 0; kh < p->kernel; ++kh) {
-            for (int64_t kw = 0; kw < p->kernel; ++kw) {
-              const int64_t h = i * p->stride - p->pad_before + kh * p->dilation;
-              const int64_t w = j * p->stride - p->pad_before + kw * p->dilation;
-              if (h < 0 || h >= H || w < 0 || w >= W)
-                continue;
-              sum += x[(plane * H + h) * W + w];
-              abs_sum += fabs(x[(plane * H + h) * W + w]);
-            }
-          }
-          const double divisor = pool_divisor(p, i, j);
-          want[(plane * oh + i) * ow + j] = sum / divisor;
-          mag[(plane * oh + i) * ow + j] = abs_sum / divisor;
-        }
-      }
-    }
+    pool_oracle(TSR_OP_POOL2D, &attrs, x_sizes, x, y_sizes, want, 0, NULL);
+    pool_oracle(TSR_OP_POOL2D, &attrs, x_sizes, x, y_sizes, mag, 1, NULL);
     tsr_tensor *yt = empty4(y_sizes, nhwc);
     run_expect(TSR_OP_POOL2D, 1, &xt, 1, &yt, &attrs, engine);
     check("avg pool y", yt, want, mag, yn, 1e-5);
@@ -226,23 +215,8 @@ static void avg_pool_layout(int nhwc) {
     double *dy = random_values(12 + k, yn, -1, 1);
     double *dx_want = dalloc(NUMEL);
     double *dx_mag = dalloc(NUMEL);
-    for (int64_t plane = 0; plane < N * C; ++plane) {
-      for (int64_t i = 0; i < oh; ++i) {
-        for (int64_t j = 0; j < ow; ++j) {
-          const double g = dy[(plane * oh + i) * ow + j] / pool_divisor(p, i, j);
-          for (int64_t kh = 0; kh < p->kernel; ++kh) {
-            for (int64_t kw = 0; kw < p->kernel; ++kw) {
-              const int64_t h = i * p->stride - p->pad_before + kh * p->dilation;
-              const int64_t w = j * p->stride - p->pad_before + kw * p->dilation;
-              if (h < 0 || h >= H || w < 0 || w >= W)
-                continue;
-              dx_want[(plane * H + h) * W + w] += g;
-              dx_mag[(plane * H + h) * W + w] += fabs(g);
-            }
-          }
-        }
-      }
-    }
+    pool_oracle(TSR_OP_POOL2D_BACKWARD, &attrs, y_sizes, dy, x_sizes, dx_want, 0, NULL);
+    pool_oracle(TSR_OP_POOL2D_BACKWARD, &attrs, y_sizes, dy, x_sizes, dx_mag, 1, NULL);
     tsr_tensor *dyt = make4(y_sizes, dy, nhwc);
     tsr_tensor *dxt = empty4(x_sizes, nhwc);
     run_expect(TSR_OP_POOL2D_BACKWARD, 1, &dyt, 1, &dxt, &attrs, engine);
@@ -292,29 +266,7 @@ static void test_max_pool_forward(void **state) {
     int64_t *got_index = calloc((size_t)yn, sizeof(int64_t));
     assert_non_null(want_index);
     assert_non_null(got_index);
-    for (int64_t plane = 0; plane < N * C; ++plane) {
-      for (int64_t i = 0; i < oh; ++i) {
-        for (int64_t j = 0; j < ow; ++j) {
-          double best = -INFINITY;
-          int64_t best_index = -1;
-          for (int64_t kh = 0; kh < p->kernel; ++kh) {
-            for (int64_t kw = 0; kw < p->kernel; ++kw) {
-              const int64_t h = i * p->stride - p->pad_before + kh * p->dilation;
-              const int64_t w = j * p->stride - p->pad_before + kw * p->dilation;
-              if (h < 0 || h >= H || w < 0 || w >= W)
-                continue;
-              const double v = x[(plane * H + h) * W + w];
-              if (best_index < 0 || v > best) {
-                best = v;
-                best_index = h * W + w;
-              }
-            }
-          }
-          want[(plane * oh + i) * ow + j] = best;
-          want_index[(plane * oh + i) * ow + j] = best_index;
-        }
-      }
-    }
+    pool_oracle(TSR_OP_POOL2D, &attrs, x_sizes, x, y_sizes, want, 0, want_index);
     tsr_tensor *outs[2] = {empty(TSR_FLOAT32, 4, y_sizes), empty(TSR_INT64, 4, y_sizes)};
     run_expect(TSR_OP_POOL2D, 1, &xt, 2, outs, &attrs, ENGINE_OWN);
     check("max pool y", outs[0], want, NULL, yn, 0);

@@ -1,7 +1,8 @@
 // MATMUL, the CONV2D family and POOL2D(_BACKWARD) on the OpenCL plugin,
-// checked against float64 loops written here: contiguous, transposed,
-// channels-last and broadcast operands, sizes that are not multiples of any
-// tile, empty tensors, and the MLP and CNN shapes of tools/tsr-train.
+// checked against the conformance oracle's float64 loops: contiguous,
+// transposed, channels-last and broadcast operands, sizes that are not
+// multiples of any tile, empty tensors, and the MLP and CNN shapes of
+// tools/tsr-train.
 //
 // Engine selection is tested twice: the pure choice by device properties
 // (ocl_matmul.h's tsr_ocl_gemm_candidates on made-up devices), and autotune
@@ -23,6 +24,7 @@
 #include <cmocka.h>
 
 #include "../ocl_matmul.h"
+#include "oracle/oracle.h"
 #include "test_support.h"
 
 static tsr_context *g_context;
@@ -138,23 +140,6 @@ static void expect_close(const char *what, const double *got, const double *want
   }
 }
 
-static double act_apply(tsr_activation_t act, double v) {
-  switch (act) {
-    case TSR_ACTIVATION_RELU:
-      return v < 0 ? 0.0 : v;
-    case TSR_ACTIVATION_GELU:
-      return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-    case TSR_ACTIVATION_GELU_TANH:
-      return 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-    case TSR_ACTIVATION_SIGMOID:
-      return 1.0 / (1.0 + exp(-v));
-    case TSR_ACTIVATION_TANH:
-      return tanh(v);
-    default:
-      return v;
-  }
-}
-
 static double rel_of(tsr_dtype_t dtype) {
   return dtype == TSR_FLOAT64 ? 1e-13 : 2e-6;
 }
@@ -225,38 +210,10 @@ static void matmul_check(const mm_case *c) {
   tsr_tensor *inputs[3] = {ta, tb, tbias};
   run_expect(TSR_OP_MATMUL, c->bias ? 3 : 2, inputs, 1, &tout, &attrs, "opencl:matmul-", c->what);
 
-  double *want = dalloc(on), *mag = dalloc(on), *got = dalloc(on);
-  for (int64_t z = 0; z < bcount; ++z) {
-    // Batch item z's index in a, b and bias (0 on broadcast dimensions).
-    int64_t rem = z, az = 0, bz = 0, cz = 0, as = 1, bs = 1, cs = 1;
-    for (int32_t d = c->nb - 1; d >= 0; --d) {
-      const int64_t i = rem % c->batch[d];
-      rem /= c->batch[d];
-      az += ((c->a_bcast >> d) & 1 ? 0 : i) * as;
-      bz += ((c->b_bcast >> d) & 1 ? 0 : i) * bs;
-      cz += (c->bias == 2 ? i : 0) * cs;
-      as *= a_sizes[d];
-      bs *= b_sizes[d];
-      cs *= bias_sizes[d];
-    }
-    for (int64_t i = 0; i < c->m; ++i) {
-      for (int64_t j = 0; j < c->n; ++j) {
-        double acc = 0.0, abs_acc = 0.0;
-        for (int64_t p = 0; p < c->k; ++p) {
-          const double prod = a[(az * c->m + i) * c->k + p] * b[(bz * c->k + p) * c->n + j];
-          acc += prod;
-          abs_acc += fabs(prod);
-        }
-        const int64_t o = (z * c->m + i) * c->n + j;
-        const double bv = c->bias == 0   ? 0.0
-                          : c->bias == 1 ? bias[j]
-                                         : bias[(cz * c->m + i) * c->n + j];
-        const double v = c->alpha * acc + bv + (c->beta != 0.0 ? c->beta * out0[o] : 0.0);
-        want[o] = act_apply(c->act, v);
-        mag[o] = fabs(c->alpha) * abs_acc + fabs(bv) + fabs(c->beta * out0[o]) + fabs(v);
-      }
-    }
-  }
+  double *want = dalloc(on), *pre = dalloc(on), *mag = dalloc(on), *got = dalloc(on);
+  orc_matmul_attrs(&attrs, c->dtype, r, a_sizes, a, r, b_sizes, b, r, bias_sizes,
+                   c->bias ? bias : NULL, out0, r, o_sizes, want, pre, mag);
+  for (int64_t o = 0; o < on; ++o) mag[o] += fabs(pre[o]);
   read_all(tout, got, on);
   expect_close(c->what, got, want, mag, on, rel_of(c->dtype) * (1.0 + sqrt((double)c->k)),
                abs_of(c->dtype));
@@ -272,6 +229,7 @@ static void matmul_check(const mm_case *c) {
   free(bias);
   free(out0);
   free(want);
+  free(pre);
   free(mag);
   free(got);
 }
@@ -599,7 +557,7 @@ static void conv_check(const conv_case *c) {
       out_size(c->h, c->pad_before[0], c->pad_after[0], c->dilation[0], c->kh, c->stride[0]);
   const int64_t ow =
       out_size(c->w, c->pad_before[1], c->pad_after[1], c->dilation[1], c->kw, c->stride[1]);
-  const int64_t cg = c->c / c->groups, og = c->o / c->groups;
+  const int64_t cg = c->c / c->groups;
   const int64_t xn = c->n * c->c * c->h * c->w, wn = c->o * cg * c->kh * c->kw;
   const int64_t yn = c->n * c->o * oh * ow;
   ts_rng rng = {(uint64_t)(xn * 7 + wn)};
@@ -646,43 +604,15 @@ static void conv_check(const conv_case *c) {
   run_expect(TSR_OP_CONV2D_BACKWARD_FILTER, 2, filter_in, c->bias ? 2 : 1, filter_out, &battrs,
              "opencl:conv2d-bwd-filter-", what);
 
-  double *y = dalloc(yn), *ymag = dalloc(yn), *dx = dalloc(xn), *dxmag = dalloc(xn);
-  double *dw = dalloc(wn), *dwmag = dalloc(wn), *db = dalloc(c->o), *dbmag = dalloc(c->o);
-  for (int64_t n = 0; n < c->n; ++n) {
-    for (int64_t o = 0; o < c->o; ++o) {
-      const int64_t g = o / og;
-      for (int64_t p = 0; p < oh; ++p) {
-        for (int64_t q = 0; q < ow; ++q) {
-          const int64_t yi = ((n * c->o + o) * oh + p) * ow + q;
-          double acc = c->bias ? bias[o] : 0.0, mag = fabs(acc);
-          for (int64_t ci = 0; ci < cg; ++ci) {
-            for (int64_t kh = 0; kh < c->kh; ++kh) {
-              const int64_t ih = p * c->stride[0] - c->pad_before[0] + kh * c->dilation[0];
-              if (ih < 0 || ih >= c->h)
-                continue;
-              for (int64_t kw = 0; kw < c->kw; ++kw) {
-                const int64_t iw = q * c->stride[1] - c->pad_before[1] + kw * c->dilation[1];
-                if (iw < 0 || iw >= c->w)
-                  continue;
-                const int64_t xi = ((n * c->c + g * cg + ci) * c->h + ih) * c->w + iw;
-                const int64_t wi = ((o * cg + ci) * c->kh + kh) * c->kw + kw;
-                acc += x[xi] * w[wi];
-                mag += fabs(x[xi] * w[wi]);
-                dx[xi] += dy[yi] * w[wi];
-                dxmag[xi] += fabs(dy[yi] * w[wi]);
-                dw[wi] += dy[yi] * x[xi];
-                dwmag[wi] += fabs(dy[yi] * x[xi]);
-              }
-            }
-          }
-          y[yi] = act_apply(c->act, acc);
-          ymag[yi] = mag + fabs(acc);
-          db[o] += dy[yi];
-          dbmag[o] += fabs(dy[yi]);
-        }
-      }
-    }
-  }
+  double *y = dalloc(yn), *ymag = dalloc(yn), *ypre = dalloc(yn), *dx = dalloc(xn);
+  double *dxmag = dalloc(xn), *dw = dalloc(wn), *dwmag = dalloc(wn), *db = dalloc(c->o);
+  double *dbmag = dalloc(c->o);
+  orc_conv2d(TSR_OP_CONV2D, &attrs, xs, x, wsz, w, ys, y, bias, ypre, ymag, NULL);
+  for (int64_t i = 0; i < yn; ++i) ymag[i] += fabs(ypre[i]);
+  orc_conv2d(TSR_OP_CONV2D_BACKWARD_DATA, &battrs, xs, dx, wsz, w, ys, dy, NULL, NULL, dxmag,
+             NULL);
+  orc_conv2d(TSR_OP_CONV2D_BACKWARD_FILTER, &battrs, xs, x, wsz, dw, ys, dy, db, NULL, dwmag,
+             dbmag);
   const int64_t max_n = xn > yn ? (xn > wn ? xn : wn) : (yn > wn ? yn : wn);
   double *got = dalloc(max_n);
   const double rel = rel_of(c->dtype) * 8.0, abs_tol = abs_of(c->dtype);
@@ -702,7 +632,7 @@ static void conv_check(const conv_case *c) {
   }
   tsr_tensor *all[] = {tx, tw, tbias, tdy, ty, tdx, tdw, tdb};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) tsr_tensor_release(all[i]);
-  double *bufs[] = {x, w, bias, dy, junk, y, ymag, dx, dxmag, dw, dwmag, db, dbmag, got};
+  double *bufs[] = {x, w, bias, dy, junk, y, ymag, ypre, dx, dxmag, dw, dwmag, db, dbmag, got};
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) free(bufs[i]);
 }
 
@@ -885,16 +815,6 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pa
   return o;
 }
 
-static int64_t pool_count(const pool_case *c, int axis, int64_t in, int64_t p) {
-  const int64_t start = p * c->s[axis] - c->pb[axis];
-  int64_t count = 0;
-  for (int64_t t = 0; t < c->k[axis]; ++t) {
-    const int64_t pos = start + t * c->d[axis];
-    count += c->cip ? (pos < in + c->pa[axis]) : (pos >= 0 && pos < in);
-  }
-  return count;
-}
-
 static void pool_check(const pool_case *c) {
   const int64_t oh = pool_out(c->h, c->k[0], c->s[0], c->pb[0], c->pa[0], c->d[0], c->ceil_mode);
   const int64_t ow = pool_out(c->w, c->k[1], c->s[1], c->pb[1], c->pa[1], c->d[1], c->ceil_mode);
@@ -925,54 +845,26 @@ static void pool_check(const pool_case *c) {
   tsr_tensor *outs[2] = {ty, ti};
   run_expect(TSR_OP_POOL2D, 1, &tx, is_max ? 2 : 1, outs, &attrs, "opencl:pool2d-", what);
 
-  double *y = dalloc(yn), *dx = dalloc(xn), *dxmag = dalloc(xn);
-  int64_t *idx = calloc((size_t)(yn > 0 ? yn : 1), sizeof(int64_t));
-  assert_non_null(idx);
-  for (int64_t pl = 0; pl < c->n * c->c; ++pl) {
-    for (int64_t p = 0; p < oh; ++p) {
-      for (int64_t q = 0; q < ow; ++q) {
-        double best = 0.0, sum = 0.0;
-        int64_t chosen = -1;
-        for (int64_t kh = 0; kh < c->k[0]; ++kh) {
-          const int64_t ih = p * c->s[0] - c->pb[0] + kh * c->d[0];
-          if (ih < 0 || ih >= c->h)
-            continue;
-          for (int64_t kw = 0; kw < c->k[1]; ++kw) {
-            const int64_t iw = q * c->s[1] - c->pb[1] + kw * c->d[1];
-            if (iw < 0 || iw >= c->w)
-              continue;
-            const double v = x[(pl * c->h + ih) * c->w + iw];
-            sum += v;
-            if (chosen < 0 || (!isnan(best) && (v > best || isnan(v)))) {
-              best = v;
-              chosen = ih * c->w + iw;
-            }
-          }
-        }
-        const int64_t yi = (pl * oh + p) * ow + q;
-        const double div = (double)(pool_count(c, 0, c->h, p) * pool_count(c, 1, c->w, q));
-        y[yi] = is_max ? best : sum / div;
-        idx[yi] = chosen;
-        if (is_max) {
-          dx[pl * c->h * c->w + chosen] += dy[yi];
-          dxmag[pl * c->h * c->w + chosen] += fabs(dy[yi]);
-        } else {
-          for (int64_t kh = 0; kh < c->k[0]; ++kh) {
-            const int64_t ih = p * c->s[0] - c->pb[0] + kh * c->d[0];
-            if (ih < 0 || ih >= c->h)
-              continue;
-            for (int64_t kw = 0; kw < c->k[1]; ++kw) {
-              const int64_t iw = q * c->s[1] - c->pb[1] + kw * c->d[1];
-              if (iw < 0 || iw >= c->w)
-                continue;
-              dx[(pl * c->h + ih) * c->w + iw] += dy[yi] / div;
-              dxmag[(pl * c->h + ih) * c->w + iw] += fabs(dy[yi] / div);
-            }
-          }
-        }
-      }
-    }
-  }
+  // The oracle's forward (and MAX's indices), its backward from those
+  // indices, and that backward of |dy|: the magnitudes of dx's terms.
+  double *y = dalloc(yn), *dx = dalloc(xn), *dxmag = dalloc(xn), *dy_abs = dalloc(yn);
+  tsr_oracle_tensor ox = tsr_oracle_tensor_over(c->dtype, 4, xs, x), oy[2];
+  oy[0] = tsr_oracle_tensor_over(c->dtype, 4, ys, y);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 4, ys, &oy[1]), 0);
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_POOL2D, &attrs, 1, &ox, is_max ? 2 : 1, oy),
+                   TSR_OK);
+  const int64_t *idx = oy[1].iv;
+  for (int64_t i = 0; i < yn; ++i) dy_abs[i] = fabs(dy[i]);
+  tsr_oracle_tensor obin[2] = {tsr_oracle_tensor_over(c->dtype, 4, ys, dy), oy[1]};
+  tsr_oracle_tensor obout = tsr_oracle_tensor_over(c->dtype, 4, xs, dx);
+  assert_int_equal(
+      tsr_oracle_compute_values(TSR_OP_POOL2D_BACKWARD, &attrs, is_max ? 2 : 1, obin, 1, &obout),
+      TSR_OK);
+  obin[0].v = dy_abs;
+  obout.v = dxmag;
+  assert_int_equal(
+      tsr_oracle_compute_values(TSR_OP_POOL2D_BACKWARD, &attrs, is_max ? 2 : 1, obin, 1, &obout),
+      TSR_OK);
   double *got = dalloc(xn > yn ? xn : yn);
   read_all(ty, got, yn);
   expect_close(what, got, y, NULL, yn, rel_of(c->dtype), is_max ? 0.0 : abs_of(c->dtype));
@@ -1005,7 +897,8 @@ static void pool_check(const pool_case *c) {
   free(y);
   free(dx);
   free(dxmag);
-  free(idx);
+  free(dy_abs);
+  tsr_oracle_tensor_destroy(&oy[1]);
   free(got);
 }
 

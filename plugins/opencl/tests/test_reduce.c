@@ -1,7 +1,8 @@
 // The reduce family of the OpenCL plugin: REDUCE, ARG_REDUCE, SOFTMAX(_BACKWARD),
 // CROSS_ENTROPY(_BACKWARD), LAYER_NORM(_BACKWARD), BATCH_NORM(_BACKWARD),
-// CONCAT, PAD, GATHER and SCATTER_ADD, checked against float64 loops
-// written here on contiguous, transposed and broadcast operands, sizes that
+// CONCAT, PAD, GATHER and SCATTER_ADD, checked against the conformance
+// oracle's float64 loops (the data movers against loops written here) on
+// contiguous, transposed and broadcast operands, sizes that
 // are not multiples of any work-group size, empty tensors, and the shapes
 // tools/tsr-train's MLP and CNN use.
 //
@@ -21,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oracle.h"
+#include "oracle.h"  // sdk/tests: it includes the conformance oracle
 #include "tessera/tessera.h"
 #include "test_support.h"
 
@@ -193,70 +194,40 @@ typedef struct reduce_case {
   int layout;
 } reduce_case;
 
-// The float64 (float) or wrapping (int) reduction of |x| over |mask|.
+// The float64 (float) or wrapping (int) reduction of |x| over |mask|: the
+// conformance oracle's (sdk/tests/oracle.h); |mag| gets the sum of |x| per
+// output (the mean of |x| for MEAN, |want| times the count for PROD).
 static void reduce_expect(tsr_reduce_fn_t fn, tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
                           uint32_t mask, const double *x, double *want, double *mag,
                           int64_t out_n) {
-  int64_t out_sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
-  int64_t red = 1;
+  int64_t red = 1, n = numel_of(rank, sizes);
   for (int32_t d = 0; d < rank; ++d) {
-    out_sizes[d] = (mask >> d) & 1u ? 1 : sizes[d];
     if ((mask >> d) & 1u)
       red *= sizes[d];
   }
-  uint64_t *acc_u = calloc((size_t)(out_n > 0 ? out_n : 1), sizeof(uint64_t));
-  assert_non_null(acc_u);
-  for (int64_t o = 0; o < out_n; ++o) {
-    mag[o] = 0;
-    want[o] = fn == TSR_REDUCE_PROD  ? 1
-              : fn == TSR_REDUCE_MAX ? -INFINITY
-              : fn == TSR_REDUCE_MIN ? INFINITY
-                                     : 0;
-    acc_u[o] = fn == TSR_REDUCE_PROD ? 1 : 0;
-  }
-  int64_t n = numel_of(rank, sizes);
-  for (int64_t i = 0; i < n; ++i) {
-    unravel(i, rank, sizes, idx);
-    for (int32_t d = 0; d < rank; ++d) {
-      if ((mask >> d) & 1u)
-        idx[d] = 0;
-    }
-    int64_t o = ravel(rank, out_sizes, idx);
-    double v = x[i];
-    mag[o] += fabs(v);
-    switch (fn) {
-      case TSR_REDUCE_SUM:
-      case TSR_REDUCE_MEAN:
-        want[o] += v;
-        acc_u[o] += (uint64_t)(int64_t)v;
-        break;
-      case TSR_REDUCE_PROD:
-        want[o] *= v;
-        acc_u[o] *= (uint64_t)(int64_t)v;
-        break;
-      case TSR_REDUCE_MAX:
-        if (v > want[o] || isnan(v))
-          want[o] = isnan(want[o]) ? want[o] : v;
-        break;
-      default:
-        if (v < want[o] || isnan(v))
-          want[o] = isnan(want[o]) ? want[o] : v;
-        break;
-    }
+  int64_t *count = calloc((size_t)(out_n > 0 ? out_n : 1), sizeof(int64_t));
+  double *unused = dalloc(out_n);
+  assert_non_null(count);
+  orc_reduce(is_float(dtype) ? fn : TSR_REDUCE_SUM, rank, sizes, mask, x,
+             is_float(dtype) ? want : unused, mag, count);
+  if (!is_float(dtype)) {
+    int64_t *xi = calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+    int64_t *wi = calloc((size_t)(out_n > 0 ? out_n : 1), sizeof(int64_t));
+    assert_true(xi != NULL && wi != NULL);
+    for (int64_t i = 0; i < n; ++i) xi[i] = (int64_t)x[i];
+    orc_reduce_int(fn, dtype == TSR_INT32 ? 32 : 64, rank, sizes, mask, xi, wi);
+    for (int64_t o = 0; o < out_n; ++o) want[o] = (double)wi[o];
+    free(xi);
+    free(wi);
   }
   for (int64_t o = 0; o < out_n; ++o) {
-    if (fn == TSR_REDUCE_MEAN) {
-      want[o] /= (double)red;
+    if (fn == TSR_REDUCE_MEAN)
       mag[o] /= (double)(red > 0 ? red : 1);
-    }
-    if (!is_float(dtype) && (fn == TSR_REDUCE_SUM || fn == TSR_REDUCE_PROD)) {
-      want[o] =
-          dtype == TSR_INT32 ? (double)(int32_t)(uint32_t)acc_u[o] : (double)(int64_t)acc_u[o];
-    }
     if (fn == TSR_REDUCE_PROD && is_float(dtype))
       mag[o] = fabs(want[o]) * (double)red;
   }
-  free(acc_u);
+  free(count);
+  free(unused);
 }
 
 static void reduce_check(const reduce_case *c, tsr_reduce_fn_t fn, tsr_dtype_t dtype,
@@ -429,32 +400,19 @@ static void test_reduce_is_bit_reproducible(void **state) {
 
 // --- ARG_REDUCE ------------------------------------------------------------------------
 
+// The conformance oracle's ARG_REDUCE of |x| along |axis|.
 static void arg_expect(int is_max, int32_t rank, const int64_t *sizes, int32_t axis,
                        const double *x, double *want) {
-  int64_t out_sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
+  int64_t out_sizes[TSR_MAX_RANK];
   memcpy(out_sizes, sizes, sizeof(int64_t) * (size_t)rank);
   out_sizes[axis] = 1;
   int64_t out_n = numel_of(rank, out_sizes);
-  for (int64_t o = 0; o < out_n; ++o) {
-    unravel(o, rank, out_sizes, idx);
-    int64_t best = 0;
-    double bv = 0;
-    for (int64_t k = 0; k < sizes[axis]; ++k) {
-      idx[axis] = k;
-      double v = x[ravel(rank, sizes, idx)];
-      if (k == 0) {
-        bv = v;
-        continue;
-      }
-      if (isnan(bv))
-        break;
-      if (isnan(v) || (is_max ? v > bv : v < bv)) {
-        bv = v;
-        best = k;
-      }
-    }
-    want[o] = (double)best;
-  }
+  int64_t *best = calloc((size_t)(out_n > 0 ? out_n : 1), sizeof(int64_t));
+  assert_non_null(best);
+  orc_arg_reduce(is_max ? TSR_ARG_REDUCE_ARGMAX : TSR_ARG_REDUCE_ARGMIN, rank, sizes, axis, x,
+                 best);
+  for (int64_t o = 0; o < out_n; ++o) want[o] = (double)best[o];
+  free(best);
 }
 
 static void test_arg_reduce_picks_the_first_extreme_and_nan(void **state) {
@@ -519,36 +477,19 @@ static void test_arg_reduce_picks_the_first_extreme_and_nan(void **state) {
 
 // --- SOFTMAX -----------------------------------------------------------------------------
 
+// The conformance oracle's softmax (or log-softmax) y of |x| along |axis|,
+// and its backward dx of |dy| and that y.
 static void softmax_expect(int is_log, int32_t rank, const int64_t *sizes, int32_t axis,
                            const double *x, const double *dy, double *y, double *dx) {
-  int64_t out_sizes[TSR_MAX_RANK], idx[TSR_MAX_RANK];
-  memcpy(out_sizes, sizes, sizeof(int64_t) * (size_t)rank);
-  out_sizes[axis] = 1;
-  int64_t groups = numel_of(rank, out_sizes), n = sizes[axis];
-  for (int64_t g = 0; g < groups; ++g) {
-    unravel(g, rank, out_sizes, idx);
-    double m = -INFINITY, sum = 0, dot = 0, dsum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      idx[axis] = k;
-      m = fmax(m, x[ravel(rank, sizes, idx)]);
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      idx[axis] = k;
-      sum += exp(x[ravel(rank, sizes, idx)] - m);
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      idx[axis] = k;
-      int64_t i = ravel(rank, sizes, idx);
-      y[i] = is_log ? x[i] - m - log(sum) : exp(x[i] - m) / sum;
-      dot += dy[i] * y[i];
-      dsum += dy[i];
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      idx[axis] = k;
-      int64_t i = ravel(rank, sizes, idx);
-      dx[i] = is_log ? dy[i] - exp(y[i]) * dsum : y[i] * (dy[i] - dot);
-    }
-  }
+  const tsr_softmax_attrs attrs = {sizeof(attrs), axis, (uint32_t)is_log};
+  tsr_oracle_tensor in[2] = {tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes, (double *)dy),
+                             tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes, (double *)x)};
+  tsr_oracle_tensor out = tsr_oracle_tensor_over(TSR_FLOAT64, rank, sizes, y);
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_SOFTMAX, &attrs, 1, &in[1], 1, &out), TSR_OK);
+  in[1].v = y;
+  out.v = dx;
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_SOFTMAX_BACKWARD, &attrs, 2, in, 1, &out),
+                   TSR_OK);
 }
 
 static void test_softmax_and_backward_match_float64_loops(void **state) {
@@ -656,43 +597,33 @@ typedef struct ce_case {
   int transposed;
 } ce_case;
 
+// The conformance oracle's loss and lse of |x| and |t|, and its dlogits of
+// the loss's gradient (|dloss| for NONE, else |dloss_scalar|) and the lse
+// as the plugin stores it (float32).
 static void ce_expect(const ce_case *k, const double *x, const int64_t *t, double dloss_scalar,
                       const double *dloss, double *loss, double *lse, double *dlogits) {
-  double total = 0;
-  int64_t counted = 0;
-  for (int64_t n = 0; n < k->n; ++n) {
-    const double *row = x + n * k->c;
-    double m = -INFINITY, s = 0, rs = 0;
-    for (int64_t c = 0; c < k->c; ++c) m = fmax(m, row[c]);
-    for (int64_t c = 0; c < k->c; ++c) s += exp(row[c] - m), rs += row[c];
-    lse[n] = m + log(s);
-    double l = 0;
-    if (t[n] != k->ignore) {
-      l = lse[n] - (1 - k->eps) * row[t[n]] - k->eps / (double)k->c * rs;
-      ++counted;
-    }
-    if (k->reduction == TSR_REDUCTION_NONE)
-      loss[n] = l;
-    total += l;
-  }
-  if (k->reduction != TSR_REDUCTION_NONE) {
-    loss[0] = k->reduction == TSR_REDUCTION_SUM ? total : total / (double)counted;
-  }
-  for (int64_t n = 0; n < k->n; ++n) {
-    double sc = k->reduction == TSR_REDUCTION_NONE  ? dloss[n]
-                : k->reduction == TSR_REDUCTION_SUM ? dloss_scalar
-                                                    : dloss_scalar / (double)counted;
-    for (int64_t c = 0; c < k->c; ++c) {
-      double v = 0;
-      if (t[n] != k->ignore) {
-        v = exp(x[n * k->c + c] - (double)(float)lse[n]) - k->eps / (double)k->c;
-        if (c == t[n])
-          v -= 1 - k->eps;
-        v *= sc;
-      }
-      dlogits[n * k->c + c] = v;
-    }
-  }
+  const tsr_cross_entropy_attrs attrs = {sizeof(attrs), k->reduction, 0, k->ignore, k->eps};
+  const int64_t xs[2] = {k->n, k->c};
+  const int32_t loss_rank = k->reduction == TSR_REDUCTION_NONE ? 1 : 0;
+  tsr_oracle_tensor in[4];
+  in[0] = tsr_oracle_tensor_over(TSR_FLOAT64, loss_rank, &k->n, (double *)dloss);
+  if (loss_rank == 0)
+    in[0].v = &dloss_scalar;
+  in[1] = tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, (double *)x);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 1, &k->n, &in[2]), 0);
+  for (int64_t n = 0; n < k->n; ++n) tsr_oracle_tensor_set(&in[2], n, 0, t[n]);
+  tsr_oracle_tensor out[2] = {tsr_oracle_tensor_over(TSR_FLOAT64, loss_rank, &k->n, loss),
+                              tsr_oracle_tensor_over(TSR_FLOAT32, 1, &k->n, lse)};
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_CROSS_ENTROPY, &attrs, 2, in + 1, 2, out),
+                   TSR_OK);
+  double *stored = dalloc(k->n);
+  for (int64_t n = 0; n < k->n; ++n) stored[n] = (double)(float)lse[n];
+  in[3] = tsr_oracle_tensor_over(TSR_FLOAT32, 1, &k->n, stored);
+  out[0] = tsr_oracle_tensor_over(TSR_FLOAT64, 2, xs, dlogits);
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_CROSS_ENTROPY_BACKWARD, &attrs, 4, in, 1, out),
+                   TSR_OK);
+  tsr_oracle_tensor_destroy(&in[2]);
+  free(stored);
 }
 
 static void test_cross_entropy_and_backward_match_float64_loops(void **state) {
@@ -849,19 +780,8 @@ static void test_layer_norm_and_backward_match_float64_loops(void **state) {
       ts_rng_fill(&rng, dt, 0.5, 1.5, gamma, m);
       ts_rng_fill(&rng, dt, -0.5, 0.5, beta, m);
       const int affine = cases[k].affine;
-      for (int64_t r = 0; r < rows; ++r) {
-        const double *xr = x + r * m;
-        double mu = 0, q = 0;
-        for (int64_t j = 0; j < m; ++j) mu += xr[j];
-        mu /= (double)m;
-        for (int64_t j = 0; j < m; ++j) q += (xr[j] - mu) * (xr[j] - mu);
-        mean[r] = mu;
-        rstd[r] = 1 / sqrt(q / (double)m + eps);
-        for (int64_t j = 0; j < m; ++j) {
-          double v = (xr[j] - mu) * rstd[r];
-          y[r * m + j] = affine ? v * gamma[j] + beta[j] : v;
-        }
-      }
+      orc_layer_norm(rank, sizes, axis, x, affine ? gamma : NULL, affine ? beta : NULL, eps, y,
+                     mean, rstd);
       int64_t stat_sizes[3];
       for (int32_t a = 0; a < rank; ++a) stat_sizes[a] = a < axis ? sizes[a] : 1;
       tsr_tensor *base = NULL;
@@ -884,23 +804,8 @@ static void test_layer_norm_and_backward_match_float64_loops(void **state) {
       expect_near(what, got, rstd, NULL, rows, tol, tol, 0);
       // Backward with the float64 statistics (float32 rounding of them is
       // within the tolerance).
-      for (int64_t j = 0; j < m; ++j) dgamma[j] = dbeta[j] = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        double sg = 0, sgx = 0;
-        for (int64_t j = 0; j < m; ++j) {
-          double xhat = (x[r * m + j] - mean[r]) * rstd[r];
-          double g = dy[r * m + j] * (affine ? gamma[j] : 1.0);
-          sg += g;
-          sgx += g * xhat;
-          dgamma[j] += dy[r * m + j] * xhat;
-          dbeta[j] += dy[r * m + j];
-        }
-        for (int64_t j = 0; j < m; ++j) {
-          double xhat = (x[r * m + j] - mean[r]) * rstd[r];
-          double g = dy[r * m + j] * (affine ? gamma[j] : 1.0);
-          dx[r * m + j] = rstd[r] * (g - sg / (double)m - xhat * sgx / (double)m);
-        }
-      }
+      orc_layer_norm_backward(rank, sizes, axis, dy, x, mean, rstd, affine ? gamma : NULL, dx,
+                              dgamma, dbeta);
       tsr_tensor *tdy = make(dt, rank, sizes, dy), *tdx = empty(dt, rank, sizes);
       tsr_tensor *tdg = empty(dt, rank - axis, sizes + axis);
       tsr_tensor *tdb = empty(dt, rank - axis, sizes + axis);
@@ -957,7 +862,7 @@ static void test_batch_norm_and_backward_match_float64_loops(void **state) {
       const int64_t *sizes = cases[k].sizes;
       const int training = cases[k].training;
       int64_t n = numel_of(rank, sizes), c_count = sizes[1];
-      int64_t inner = numel_of(rank - 2, sizes + 2), m = n / c_count;
+      int64_t m = n / c_count;
       double *x = dalloc(n), *dy = dalloc(n), *y = dalloc(n), *dx = dalloc(n), *got = dalloc(n);
       double *gamma = dalloc(c_count), *beta = dalloc(c_count), *rm = dalloc(c_count);
       double *rv = dalloc(c_count), *mean = dalloc(c_count), *inv = dalloc(c_count);
@@ -970,49 +875,9 @@ static void test_batch_norm_and_backward_match_float64_loops(void **state) {
       ts_rng_fill(&rng, dt, -0.5, 0.5, beta, c_count);
       ts_rng_fill(&rng, dt, -0.5, 0.5, rm, c_count);
       ts_rng_fill(&rng, dt, 0.5, 2, rv, c_count);
-#define BN_AT(b, c, i) (((b)*c_count + (c)) * inner + (i))
-      for (int64_t c = 0; c < c_count; ++c) {
-        double mu = 0, q = 0;
-        for (int64_t b = 0; b < sizes[0]; ++b)
-          for (int64_t i = 0; i < inner; ++i) mu += x[BN_AT(b, c, i)];
-        mu /= (double)m;
-        for (int64_t b = 0; b < sizes[0]; ++b)
-          for (int64_t i = 0; i < inner; ++i)
-            q += (x[BN_AT(b, c, i)] - mu) * (x[BN_AT(b, c, i)] - mu);
-        if (training) {
-          mean[c] = mu;
-          inv[c] = 1 / sqrt(q / (double)m + eps);
-          new_rm[c] = (1 - momentum) * rm[c] + momentum * mu;
-          new_rv[c] = (1 - momentum) * rv[c] + momentum * q / (double)(m - 1);
-        } else {
-          mean[c] = rm[c];
-          inv[c] = 1 / sqrt(rv[c] + eps);
-          new_rm[c] = rm[c];
-          new_rv[c] = rv[c];
-        }
-        double s1 = 0, s2 = 0;
-        for (int64_t b = 0; b < sizes[0]; ++b) {
-          for (int64_t i = 0; i < inner; ++i) {
-            int64_t at = BN_AT(b, c, i);
-            double xhat = (x[at] - mean[c]) * inv[c];
-            y[at] = xhat * gamma[c] + beta[c];
-            s1 += dy[at];
-            s2 += dy[at] * xhat;
-          }
-        }
-        dg[c] = s2;
-        db[c] = s1;
-        for (int64_t b = 0; b < sizes[0]; ++b) {
-          for (int64_t i = 0; i < inner; ++i) {
-            int64_t at = BN_AT(b, c, i);
-            double xhat = (x[at] - mean[c]) * inv[c];
-            double sc = gamma[c] * inv[c];
-            dx[at] =
-                training ? sc * (dy[at] - s1 / (double)m - xhat * s2 / (double)m) : sc * dy[at];
-          }
-        }
-      }
-#undef BN_AT
+      const tsr_batch_norm_attrs bn = {sizeof(bn), eps, momentum, (uint32_t)training, 0};
+      orc_batch_norm(rank, sizes, &bn, x, gamma, beta, rm, rv, y, mean, inv, new_rm, new_rv);
+      orc_batch_norm_backward(rank, sizes, &bn, dy, x, gamma, mean, inv, dx, dg, db);
       int64_t cs[1] = {c_count};
       tsr_tensor *tx = make(dt, rank, sizes, x), *tg = make(dt, 1, cs, gamma);
       tsr_tensor *tb = make(dt, 1, cs, beta), *trm = make(dt, 1, cs, rm),

@@ -1,5 +1,5 @@
-// COMPARE, WHERE and CLAMP against float64 loops: every fn and dtype, NaN
-// rules, broadcasting and refusals.
+// COMPARE, WHERE and CLAMP against the conformance oracle's rules: every fn
+// and dtype, NaN rules, broadcasting and refusals.
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,23 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
 
 // Floats first (4), then int32, int64 (numbers: 6), then bool.
 static const tsr_dtype_t k_dtypes[] = {TSR_FLOAT32, TSR_FLOAT64, TSR_BFLOAT16, TSR_FLOAT16,
                                        TSR_INT32,   TSR_INT64,   TSR_BOOL};
-
-static double compare_want(tsr_compare_fn_t fn, double a, double b) {
-  switch (fn) {
-    case TSR_COMPARE_EQ: return a == b;
-    case TSR_COMPARE_NE: return a != b;
-    case TSR_COMPARE_LT: return a < b;
-    case TSR_COMPARE_LE: return a <= b;
-    case TSR_COMPARE_GT: return a > b;
-    default: return a >= b;
-  }
-}
 
 static void test_compare_every_fn_and_dtype_broadcasts_and_writes_bool(void **state) {
   (void)state;
@@ -46,7 +36,8 @@ static void test_compare_every_fn_and_dtype_broadcasts_and_writes_bool(void **st
       assert_int_equal(tt_run(TSR_OP_COMPARE, &attrs, in, 2, outs, 1, NULL), TSR_OK);
       int64_t idx[2] = {0, 0};
       do {
-        double want = compare_want(fn, tt_get_broadcast(&a, idx), tt_get_broadcast(&b, idx));
+        double want =
+            tsr_oracle_compare_value(fn, tt_get_broadcast(&a, idx), tt_get_broadcast(&b, idx));
         assert_true(tt_get(&out, idx) == want);
       } while (tt_index_next(idx, 2, out_sizes));
       tt_tensor_free(&a);
@@ -152,23 +143,6 @@ static void test_where_picks_a_or_b_for_every_dtype_with_broadcasting(void **sta
   tt_tensor_free(&out);
 }
 
-static double clamp_want(double x, const tsr_clamp_attrs *c, tsr_dtype_t dtype) {
-  double lo = c->min, hi = c->max;
-  if (dtype == TSR_INT32 || dtype == TSR_INT64) {
-    lo = trunc(lo);
-    hi = trunc(hi);
-  }
-  if (dtype == TSR_FLOAT32 || dtype == TSR_BFLOAT16 || dtype == TSR_FLOAT16) {
-    lo = tt_round(lo, dtype);
-    hi = tt_round(hi, dtype);
-  }
-  if (isnan(x)) return x;
-  double r = x;
-  if (c->has_min) r = isnan(lo) ? lo : (r < lo ? lo : r);
-  if (c->has_max) r = isnan(hi) ? hi : (r > hi ? hi : r);
-  return r;
-}
-
 static void test_clamp_applies_the_bounds_present_and_keeps_nan(void **state) {
   (void)state;
   const int64_t sizes[] = {4, 6};
@@ -193,7 +167,7 @@ static void test_clamp_applies_the_bounds_present_and_keeps_nan(void **state) {
       assert_int_equal(tt_run(TSR_OP_CLAMP, &cases[c], in, 1, outs, 1, NULL), TSR_OK);
       int64_t idx[2] = {0, 0};
       do {
-        double want = clamp_want(tt_get(&x, idx), &cases[c], k_dtypes[d]);
+        double want = tsr_oracle_clamp_value(tt_get(&x, idx), &cases[c], k_dtypes[d]);
         if (!tt_close(tt_get(&out, idx), want, 0, 0)) {
           fail_msg("clamp case %zu dtype %d x %g: got %g want %g", c, (int)k_dtypes[d],
                    tt_get(&x, idx), tt_get(&out, idx), want);

@@ -1,5 +1,5 @@
-// CONV2D, CONV2D_BACKWARD_DATA and CONV2D_BACKWARD_FILTER against float64
-// loops of the catalogue's formulas: every float dtype, groups, strides,
+// CONV2D, CONV2D_BACKWARD_DATA and CONV2D_BACKWARD_FILTER against the
+// conformance oracle's float64 loops: every float dtype, groups, strides,
 // asymmetric padding, dilation, bias and activations, NCHW / NHWC / gapped
 // views, position tiles, size-0 and size-1 cases; the backward ops against
 // central differences of the forward; thread-count independence; refusals.
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
 
@@ -94,16 +95,34 @@ static void gaps_check(const tt_tensor *t) {
   free(mine);
 }
 
-static double activation_want(tsr_activation_t act, double v) {
-  switch (act) {
-    case TSR_ACTIVATION_RELU: return v < 0 ? 0 : v;
-    case TSR_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
-    case TSR_ACTIVATION_GELU_TANH:
-      return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-    case TSR_ACTIVATION_SIGMOID: return 1 / (1 + exp(-v));
-    case TSR_ACTIVATION_TANH: return tanh(v);
-    default: return v;
+// Evaluates |op| of |cc| in the conformance oracle on |in| (read in their
+// logical order) into new row-major arrays |out_v|, one per tensor of |out|.
+// With |absolute|: on the inputs' absolute values and without the
+// activation, so each element is the sum of its terms' absolute values, the
+// magnitude value_check takes.
+static void conv_oracle(int32_t op, const conv_case *cc, tt_tensor *const *in, int32_t num_inputs,
+                        tt_tensor *const *out, int32_t num_outputs, int absolute,
+                        double **out_v) {
+  tsr_conv2d_attrs attrs = attrs_of(cc);
+  if (op != TSR_OP_CONV2D || absolute) attrs.activation = TSR_ACTIVATION_NONE;
+  tsr_oracle_tensor oracle_in[3], oracle_out[2];
+  double *in_v[3];
+  for (int32_t k = 0; k < num_inputs; ++k) {
+    in_v[k] = tt_values(in[k], in[k]->desc.sizes);
+    for (int64_t i = 0; absolute && i < tt_numel(in[k]); ++i) in_v[k][i] = fabs(in_v[k][i]);
+    oracle_in[k] = tsr_oracle_tensor_over(in[k]->desc.dtype, in[k]->desc.rank, in[k]->desc.sizes,
+                                          in_v[k]);
   }
+  for (int32_t k = 0; k < num_outputs; ++k) {
+    out_v[k] = calloc((size_t)tt_numel(out[k]) + 1, sizeof(double));
+    assert_non_null(out_v[k]);
+    oracle_out[k] = tsr_oracle_tensor_over(out[k]->desc.dtype, out[k]->desc.rank,
+                                           out[k]->desc.sizes, out_v[k]);
+  }
+  assert_int_equal(
+      tsr_oracle_compute_values(op, &attrs, num_inputs, oracle_in, num_outputs, oracle_out),
+      TSR_OK);
+  for (int32_t k = 0; k < num_inputs; ++k) free(in_v[k]);
 }
 
 // |got| against a float64 |want| whose terms summed to |magnitude| in
@@ -118,11 +137,6 @@ static void value_check(const char *what, const int64_t *idx, double got, double
              (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)idx[3], got,
              want);
   }
-}
-
-// The input position a tap reads: p * stride - pad + k * dilation.
-static int64_t tap(const conv_case *cc, int d, int64_t p, int64_t k) {
-  return p * cc->stride[d] - cc->pad_before[d] + k * cc->dilation[d];
 }
 
 // ---------------------------------------------------------------------------
@@ -156,7 +170,6 @@ static const char *g_forward_engine;
 
 static void forward_check(const conv_case *cc, tsr_dtype_t dtype, int layout, uint64_t seed) {
   const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
-  const int64_t og = cc->o / cc->groups;
   const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
   const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
   tt_tensor x, w, bias, y;
@@ -176,30 +189,16 @@ static void forward_check(const conv_case *cc, tsr_dtype_t dtype, int layout, ui
   assert_string_equal(engine, forward_engine_expected(cc, dtype, &y));
   g_forward_engine = engine;
   if (tt_numel(&y) > 0) {
-    int64_t idx[4] = {0};
+    double *want, *magnitude;
+    conv_oracle(TSR_OP_CONV2D, cc, in, cc->has_bias ? 3 : 2, out, 1, 0, &want);
+    conv_oracle(TSR_OP_CONV2D, cc, in, cc->has_bias ? 3 : 2, out, 1, 1, &magnitude);
+    int64_t idx[4] = {0}, i = 0;
     do {
-      const int64_t n = idx[0], o = idx[1], g = o / og;
-      double sum = 0, magnitude = 0;
-      for (int64_t c = 0; c < cg; ++c) {
-        for (int64_t kh = 0; kh < cc->kh; ++kh) {
-          for (int64_t kw = 0; kw < cc->kw; ++kw) {
-            const int64_t h = tap(cc, 0, idx[2], kh), wp = tap(cc, 1, idx[3], kw);
-            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
-            const int64_t xi[] = {n, g * cg + c, h, wp}, wi[] = {o, c, kh, kw};
-            const double prod = tt_get(&x, xi) * tt_get(&w, wi);
-            sum += prod;
-            magnitude += fabs(prod);
-          }
-        }
-      }
-      if (cc->has_bias) {
-        const int64_t bi[] = {o};
-        sum += tt_get(&bias, bi);
-        magnitude += fabs(tt_get(&bias, bi));
-      }
-      value_check("conv2d y", idx, tt_get(&y, idx), activation_want(cc->act, sum), magnitude,
-                  dtype);
+      value_check("conv2d y", idx, tt_get(&y, idx), want[i], magnitude[i], dtype);
+      ++i;
     } while (tt_index_next(idx, 4, ys));
+    free(want);
+    free(magnitude);
   }
   gaps_check(&y);
   tt_tensor_free(&x);
@@ -357,7 +356,6 @@ static void test_conv2d_size_zero_and_one_cases(void **state) {
 static void backward_data_check(const conv_case *cc, tsr_dtype_t dtype, int layout,
                                 uint64_t seed) {
   const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
-  const int64_t og = cc->o / cc->groups;
   const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
   const int64_t ys[] = {cc->n, cc->o, oh, ow};
   tt_tensor dy, w, dx;
@@ -371,39 +369,19 @@ static void backward_data_check(const conv_case *cc, tsr_dtype_t dtype, int layo
   tt_tensor *in[] = {&dy, &w};
   tt_tensor *out[] = {&dx};
   assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_DATA, &attrs, in, 2, out, 1, NULL), TSR_OK);
-  const int64_t count = tt_numel(&dx);
-  double *want = calloc((size_t)count + 1, sizeof(double));
-  double *magnitude = calloc((size_t)count + 1, sizeof(double));
-  if (tt_numel(&dy) > 0) {
-    int64_t idx[4] = {0};
-    do {
-      const int64_t n = idx[0], o = idx[1], g = o / og;
-      const double d = tt_get(&dy, idx);
-      for (int64_t c = 0; c < cg; ++c) {
-        for (int64_t kh = 0; kh < cc->kh; ++kh) {
-          for (int64_t kw = 0; kw < cc->kw; ++kw) {
-            const int64_t h = tap(cc, 0, idx[2], kh), wp = tap(cc, 1, idx[3], kw);
-            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
-            const int64_t wi[] = {o, c, kh, kw};
-            const int64_t flat = ((n * cc->c + g * cg + c) * cc->h + h) * cc->w + wp;
-            const double prod = d * tt_get(&w, wi);
-            want[flat] += prod;
-            magnitude[flat] += fabs(prod);
-          }
-        }
-      }
-    } while (tt_index_next(idx, 4, ys));
-  }
-  if (count > 0) {
+  if (tt_numel(&dx) > 0) {
+    double *want, *magnitude;
+    conv_oracle(TSR_OP_CONV2D_BACKWARD_DATA, cc, in, 2, out, 1, 0, &want);
+    conv_oracle(TSR_OP_CONV2D_BACKWARD_DATA, cc, in, 2, out, 1, 1, &magnitude);
     int64_t idx[4] = {0}, flat = 0;
     do {
       value_check("conv2d dx", idx, tt_get(&dx, idx), want[flat], magnitude[flat], dtype);
       ++flat;
     } while (tt_index_next(idx, 4, xs));
+    free(want);
+    free(magnitude);
   }
   gaps_check(&dx);
-  free(want);
-  free(magnitude);
   tt_tensor_free(&dy);
   tt_tensor_free(&w);
   tt_tensor_free(&dx);
@@ -415,7 +393,6 @@ static const char *g_filter_engine;
 static void backward_filter_check(const conv_case *cc, tsr_dtype_t dtype, int layout,
                                   uint64_t seed) {
   const int64_t oh = out_size(cc, 0), ow = out_size(cc, 1), cg = cc->c / cc->groups;
-  const int64_t og = cc->o / cc->groups;
   const int64_t xs[] = {cc->n, cc->c, cc->h, cc->w}, ws[] = {cc->o, cg, cc->kh, cc->kw};
   const int64_t ys[] = {cc->n, cc->o, oh, ow}, bs[] = {cc->o};
   tt_tensor dy, x, dw, dbias;
@@ -432,42 +409,27 @@ static void backward_filter_check(const conv_case *cc, tsr_dtype_t dtype, int la
   assert_int_equal(tt_run(TSR_OP_CONV2D_BACKWARD_FILTER, &attrs, in, 2, out,
                           cc->has_bias ? 2 : 1, &g_filter_engine),
                    TSR_OK);
+  const int32_t outputs = cc->has_bias ? 2 : 1;
+  double *want[2] = {NULL, NULL}, *magnitude[2] = {NULL, NULL};
+  conv_oracle(TSR_OP_CONV2D_BACKWARD_FILTER, cc, in, 2, out, outputs, 0, want);
+  conv_oracle(TSR_OP_CONV2D_BACKWARD_FILTER, cc, in, 2, out, outputs, 1, magnitude);
   if (tt_numel(&dw) > 0) {
-    int64_t idx[4] = {0};
+    int64_t idx[4] = {0}, i = 0;
     do {
-      const int64_t o = idx[0], c = idx[1], kh = idx[2], kw = idx[3], g = o / og;
-      double sum = 0, magnitude = 0;
-      for (int64_t n = 0; n < cc->n; ++n) {
-        for (int64_t p = 0; p < oh; ++p) {
-          for (int64_t q = 0; q < ow; ++q) {
-            const int64_t h = tap(cc, 0, p, kh), wp = tap(cc, 1, q, kw);
-            if (h < 0 || h >= cc->h || wp < 0 || wp >= cc->w) continue;
-            const int64_t yi[] = {n, o, p, q}, xi[] = {n, g * cg + c, h, wp};
-            const double prod = tt_get(&dy, yi) * tt_get(&x, xi);
-            sum += prod;
-            magnitude += fabs(prod);
-          }
-        }
-      }
-      value_check("conv2d dw", idx, tt_get(&dw, idx), sum, magnitude, dtype);
+      value_check("conv2d dw", idx, tt_get(&dw, idx), want[0][i], magnitude[0][i], dtype);
+      ++i;
     } while (tt_index_next(idx, 4, ws));
   }
   if (cc->has_bias) {
     for (int64_t o = 0; o < cc->o; ++o) {
-      double sum = 0, magnitude = 0;
-      int64_t yi[4] = {0, o, 0, 0};
-      for (yi[0] = 0; yi[0] < cc->n; ++yi[0]) {
-        for (yi[2] = 0; yi[2] < oh; ++yi[2]) {
-          for (yi[3] = 0; yi[3] < ow; ++yi[3]) {
-            sum += tt_get(&dy, yi);
-            magnitude += fabs(tt_get(&dy, yi));
-          }
-        }
-      }
       const int64_t bi[] = {o}, shown[4] = {o, 0, 0, 0};
-      value_check("conv2d dbias", shown, tt_get(&dbias, bi), sum, magnitude, dtype);
+      value_check("conv2d dbias", shown, tt_get(&dbias, bi), want[1][o], magnitude[1][o], dtype);
     }
     gaps_check(&dbias);
+  }
+  for (int k = 0; k < 2; ++k) {
+    free(want[k]);
+    free(magnitude[k]);
   }
   gaps_check(&dw);
   tt_tensor_free(&dy);

@@ -1,9 +1,11 @@
-// GATHER and SCATTER_ADD against float64 loops: every dtype each allows,
-// every axis, int32 and int64 strided indices, repeated indices, empty and
-// size-1 cases, out-of-range indices reported from execute, thread-count
-// independence, SCATTER_ADD as the gradient of GATHER by finite differences,
-// and refusals.
+// GATHER and SCATTER_ADD against the conformance oracle: every dtype each
+// allows, every axis, int32 and int64 strided indices, repeated indices,
+// empty and size-1 cases, out-of-range indices reported from execute,
+// thread-count independence, SCATTER_ADD as the gradient of GATHER by finite
+// differences, and refusals.
 #include "test_data_util.h"
+
+#include "oracle/oracle.h"
 
 // A rank-1 index of |k| values from |values|, stored every |step| elements.
 static void index_make(tt_tensor *t, tsr_dtype_t dtype, int64_t k, const int64_t *values,
@@ -23,17 +25,24 @@ static void index_values(int64_t *values, int64_t k, int64_t size, uint64_t seed
   }
 }
 
+// out against the conformance oracle's GATHER of x and index.
 static void gather_check(const tt_tensor *x, const tt_tensor *index, const tt_tensor *out,
                          int32_t axis) {
   if (tt_numel(out) == 0) return;
-  int64_t idx[TSR_MAX_RANK] = {0};
+  const tsr_gather_attrs attrs = {sizeof(attrs), axis, 0};
+  tsr_oracle_tensor in[2] = {tt_oracle_tensor(x), tt_oracle_tensor(index)}, want;
+  assert_int_equal(
+      tsr_oracle_tensor_create(out->desc.dtype, out->desc.rank, out->desc.sizes, &want), 0);
+  tsr_oracle_call call = {TSR_OP_GATHER, &attrs, 2, 1, in, &want, {0}};
+  assert_int_equal(tsr_oracle_compute(&call), TSR_OK);
+  int64_t idx[TSR_MAX_RANK] = {0}, i = 0;
   do {
-    int64_t src[TSR_MAX_RANK];
-    memcpy(src, idx, sizeof(src));
-    src[axis] = (int64_t)tt_get(index, &idx[axis]);
     du_expect_exact("gather", out->desc.dtype, idx, out->desc.rank, tt_get(out, idx),
-                    tt_get(x, src));
+                    want.v[i++]);
   } while (tt_index_next(idx, out->desc.rank, out->desc.sizes));
+  tsr_oracle_tensor_destroy(&in[0]);
+  tsr_oracle_tensor_destroy(&in[1]);
+  tsr_oracle_tensor_destroy(&want);
 }
 
 static tsr_status gather_run(tt_tensor *x, tt_tensor *index, tt_tensor *out, int32_t axis) {
@@ -152,40 +161,20 @@ static void test_gather_handles_empty_and_size_one_cases(void **state) {
   tt_tensor_free(&out);
 }
 
-// out_want = out + sum over k of src slabs at index[k], in float64 (int:
-// modulo 2^bits), then stored as out's dtype stores it.
+// out_want = out + sum over k of src slabs at index[k]: the conformance
+// oracle's, in float64 (int: modulo 2^bits), then stored as out's dtype
+// stores it.
 static void scatter_want(const tt_tensor *src, const tt_tensor *index, const tt_tensor *out,
                          int32_t axis, double *want) {
-  const int32_t rank = out->desc.rank;
-  int64_t idx[TSR_MAX_RANK] = {0};
-  int64_t n = 0;
-  do {
-    want[n++] = tt_get(out, idx);
-  } while (tt_index_next(idx, rank, out->desc.sizes));
-  int64_t strides[TSR_MAX_RANK];
-  int64_t s = 1;
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= out->desc.sizes[d];
-  }
-  memset(idx, 0, sizeof(idx));
-  if (tt_numel(src) == 0) return;
-  do {
-    int64_t dst = 0;
-    for (int32_t d = 0; d < rank; ++d) {
-      int64_t i = d == axis ? (int64_t)tt_get(index, &idx[axis]) : idx[d];
-      dst += i * strides[d];
-    }
-    want[dst] += tt_get(src, idx);
-  } while (tt_index_next(idx, rank, src->desc.sizes));
-  const tsr_dtype_t dtype = out->desc.dtype;
-  for (int64_t i = 0; i < n; ++i) {
-    if (dtype == TSR_INT32) {
-      want[i] = (double)(int32_t)(uint32_t)(uint64_t)(int64_t)want[i];
-    } else {
-      want[i] = tt_round(want[i], dtype);
-    }
-  }
+  const tsr_gather_attrs attrs = {sizeof(attrs), axis, 0};
+  tsr_oracle_tensor in[2] = {tt_oracle_tensor(src), tt_oracle_tensor(index)};
+  tsr_oracle_tensor result = tt_oracle_tensor(out);  // read-modify-write
+  tsr_oracle_call call = {TSR_OP_SCATTER_ADD, &attrs, 2, 1, in, &result, {0}};
+  assert_int_equal(tsr_oracle_compute(&call), TSR_OK);
+  for (int64_t i = 0; i < result.numel; ++i) want[i] = tt_round(result.v[i], out->desc.dtype);
+  tsr_oracle_tensor_destroy(&in[0]);
+  tsr_oracle_tensor_destroy(&in[1]);
+  tsr_oracle_tensor_destroy(&result);
 }
 
 static void scatter_check(const tt_tensor *out, const double *want) {

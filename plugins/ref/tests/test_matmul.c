@@ -1,6 +1,6 @@
-// MATMUL against float64 loops: odd sizes, several depth panels, transposed
-// operands, batch broadcasting, bias, activations, alpha and beta, thread
-// independence, and the signatures it must refuse.
+// MATMUL against the conformance oracle's float64 loops: odd sizes, several
+// depth panels, transposed operands, batch broadcasting, bias, activations,
+// alpha and beta, thread independence, and the signatures it must refuse.
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,25 +9,32 @@
 // clang-format on
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
 
-static double activation_want(tsr_activation_t act, double v) {
-  switch (act) {
-    case TSR_ACTIVATION_RELU: return v < 0 ? 0 : v;
-    case TSR_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
-    case TSR_ACTIVATION_GELU_TANH:
-      return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-    case TSR_ACTIVATION_SIGMOID: return 1 / (1 + exp(-v));
-    case TSR_ACTIVATION_TANH: return tanh(v);
-    default: return v;
-  }
+// The oracle's MATMUL of |av| [..., M, K] and |bv| [..., K, N] (batch
+// dimensions already out's), |biasv| (out's shape; NULL: none) and |out_v|'s
+// initial values (read where beta is not 0) into |out_v|, out's shape.
+static void matmul_oracle(const tsr_matmul_attrs *attrs, const tt_tensor *out, const int64_t *as,
+                          double *av, const int64_t *bs, double *bv, double *biasv,
+                          double *out_v) {
+  const tsr_dtype_t dtype = out->desc.dtype;
+  const int32_t r = out->desc.rank;
+  tsr_oracle_tensor in[3] = {tsr_oracle_tensor_over(dtype, r, as, av),
+                             tsr_oracle_tensor_over(dtype, r, bs, bv),
+                             tsr_oracle_tensor_over(dtype, r, out->desc.sizes, biasv)};
+  tsr_oracle_tensor y = tsr_oracle_tensor_over(dtype, r, out->desc.sizes, out_v);
+  assert_int_equal(tsr_oracle_compute_values(TSR_OP_MATMUL, attrs, biasv ? 3 : 2, in, 1, &y),
+                   TSR_OK);
 }
 
-// Runs MATMUL and checks out against a float64 evaluation. |before| holds a
-// copy of out's values before the call (for beta).
+// Runs MATMUL and checks out against the conformance oracle's float64
+// evaluation. |before| holds a copy of out's values before the call (for
+// beta).
 static void matmul_check(const tsr_matmul_attrs *attrs, tt_tensor *a, tt_tensor *b,
                          tt_tensor *bias, tt_tensor *out, const tt_tensor *before,
                          const char *engine_want) {
@@ -38,41 +45,49 @@ static void matmul_check(const tsr_matmul_attrs *attrs, tt_tensor *a, tt_tensor 
   assert_int_equal(tt_run(TSR_OP_MATMUL, attrs, in, has_bias ? 3 : 2, outs, 1, &engine), TSR_OK);
   if (engine_want != NULL) assert_string_equal(engine, engine_want);
   const int32_t r = out->desc.rank;
-  const int64_t k_size = a->desc.sizes[r - 1];
-  const double alpha = attrs != NULL ? attrs->alpha : 1.0;
-  const double beta = attrs != NULL ? attrs->beta : 0.0;
-  const tsr_activation_t act = attrs != NULL ? attrs->activation : TSR_ACTIVATION_NONE;
+  const tsr_matmul_attrs plain = {sizeof(plain), 1.0, 0.0, TSR_ACTIVATION_NONE, 0};
+  const tsr_matmul_attrs *full = attrs != NULL ? attrs : &plain;
+  const double alpha = full->alpha;
   const tsr_dtype_t dtype = out->desc.dtype;
   const int half = tt_is_half(dtype);
   // float32 and the half types accumulate in float32: 2e-5 of the sum of
   // |products|; the half types then round once (rtol, half an ulp).
   const double tol = dtype == TSR_FLOAT64 ? 1e-12 : 2e-5;
   const double rtol = half ? tt_rtol(dtype) : tol;
-  if (tt_numel(out) == 0) return;
-  int64_t idx[TSR_MAX_RANK] = {0};
+  const int64_t n = tt_numel(out);
+  if (n == 0) return;
+  int64_t as[TSR_MAX_RANK], bs[TSR_MAX_RANK], an = 1, bn = 1;
+  memcpy(as, out->desc.sizes, sizeof(as));
+  memcpy(bs, out->desc.sizes, sizeof(bs));
+  as[r - 1] = bs[r - 2] = a->desc.sizes[r - 1];
+  for (int32_t d = 0; d < r; ++d) an *= as[d], bn *= bs[d];
+  double *av = tt_values(a, as), *bv = tt_values(b, bs);
+  double *biasv = has_bias ? tt_values(bias, out->desc.sizes) : NULL;
+  // v: the value before the activation; magnitude: the sum of |products|.
+  double *v = before != NULL ? tt_values(before, out->desc.sizes) : tt_values(out, out->desc.sizes);
+  double *magnitude = tt_values(out, out->desc.sizes);
+  tsr_matmul_attrs linear = *full;
+  linear.activation = TSR_ACTIVATION_NONE;
+  matmul_oracle(&linear, out, as, av, bs, bv, biasv, v);
+  for (int64_t i = 0; i < an; ++i) av[i] = fabs(av[i]);
+  for (int64_t i = 0; i < bn; ++i) bv[i] = fabs(bv[i]);
+  matmul_oracle(&plain, out, as, av, bs, bv, NULL, magnitude);
+  int64_t idx[TSR_MAX_RANK] = {0}, i = 0;
   do {
-    int64_t ai[TSR_MAX_RANK], bi[TSR_MAX_RANK];
-    memcpy(ai, idx, sizeof(ai));
-    memcpy(bi, idx, sizeof(bi));
-    double sum = 0, magnitude = 0;
-    for (int64_t k = 0; k < k_size; ++k) {
-      ai[r - 1] = k;
-      bi[r - 2] = k;
-      double p = tt_get_broadcast(a, ai) * tt_get_broadcast(b, bi);
-      sum += p;
-      magnitude += fabs(p);
-    }
-    double v = alpha * sum;
-    if (has_bias) v += tt_get_broadcast(bias, idx);
-    if (beta != 0) v += beta * tt_get(before, idx);
-    double want = activation_want(act, v);
+    double want = tsr_oracle_activation_value(full->activation, v[i]);
     double got = tt_get(out, idx);
-    double atol = tol * (fabs(alpha) * magnitude + fabs(v) + 1);
+    double atol = tol * (fabs(alpha) * magnitude[i] + fabs(v[i]) + 1);
     if (!tt_close(got, want, rtol, atol)) {
       fail_msg("matmul out[%lld, %lld]: got %.9g, want %.9g", (long long)idx[r - 2],
                (long long)idx[r - 1], got, want);
     }
+    ++i;
   } while (tt_index_next(idx, r, out->desc.sizes));
+  free(av);
+  free(bv);
+  free(biasv);
+  free(v);
+  free(magnitude);
 }
 
 // A contiguous [batch..., m, k] x [batch..., k, n] -> [batch..., m, n] case.

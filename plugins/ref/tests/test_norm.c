@@ -1,7 +1,11 @@
-// LAYER_NORM, BATCH_NORM and their backward ops against float64 loops: every
-// float dtype, axes, affine or not, training and inference, strided views,
-// size-0 and size-1 cases, in-place running statistics, finite differences
-// of the forward, thread-count independence, and refusals.
+// LAYER_NORM, BATCH_NORM and their backward ops against the conformance
+// oracle's float64 loops: every float dtype, axes, affine or not, training
+// and inference, strided views, size-0 and size-1 cases, in-place running
+// statistics, finite differences of the forward, thread-count independence,
+// and refusals.
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_norm_util.h"
 
@@ -88,63 +92,52 @@ static tsr_status ln_backward(ln_case *c, double eps) {
                 NULL);
 }
 
-// Checks the forward's outputs against float64 loops over the stored x.
+// Checks the forward's outputs against the conformance oracle's over the
+// stored x.
 static void ln_forward_check(ln_case *c, double eps) {
+  const tsr_layer_norm_attrs attrs = {sizeof(attrs), c->axis, (uint32_t)c->affine, eps};
+  tsr_oracle_tensor in[3] = {tt_oracle_tensor(&c->x), tt_oracle_tensor(&c->gamma),
+                             tt_oracle_tensor(&c->beta)};
+  if (!c->affine) {
+    tsr_oracle_tensor_destroy(&in[1]);
+    tsr_oracle_tensor_destroy(&in[2]);
+  }
+  tt_tensor *out[] = {&c->y, &c->mean, &c->rstd};
+  double *want[3];
+  tt_oracle_run(TSR_OP_LAYER_NORM, &attrs, in, c->affine ? 3 : 1, out, 3, want);
   for (int64_t r = 0; r < c->rows; ++r) {
-    double sum = 0, sq = 0;
-    for (int64_t j = 0; j < c->m; ++j) sum += nt_get_flat(&c->x, r * c->m + j);
-    const double mean = sum / (double)c->m;
+    nt_expect("layer_norm mean", r, nt_get_flat(&c->mean, r), want[1][r],
+              nt_tol(c->mean.desc.dtype));
+    nt_expect("layer_norm rstd", r, nt_get_flat(&c->rstd, r), want[2][r],
+              nt_tol(c->rstd.desc.dtype));
     for (int64_t j = 0; j < c->m; ++j) {
-      const double d = nt_get_flat(&c->x, r * c->m + j) - mean;
-      sq += d * d;
-    }
-    const double rstd = 1 / sqrt(sq / (double)c->m + eps);
-    nt_expect("layer_norm mean", r, nt_get_flat(&c->mean, r), mean, nt_tol(c->mean.desc.dtype));
-    nt_expect("layer_norm rstd", r, nt_get_flat(&c->rstd, r), rstd, nt_tol(c->rstd.desc.dtype));
-    for (int64_t j = 0; j < c->m; ++j) {
-      double y = (nt_get_flat(&c->x, r * c->m + j) - mean) * rstd;
-      if (c->affine)
-        y = y * nt_get_flat(&c->gamma, j) + nt_get_flat(&c->beta, j);
-      nt_expect("layer_norm y", r * c->m + j, nt_get_flat(&c->y, r * c->m + j), y,
-                nt_tol(c->y.desc.dtype));
+      nt_expect("layer_norm y", r * c->m + j, nt_get_flat(&c->y, r * c->m + j),
+                want[0][r * c->m + j], nt_tol(c->y.desc.dtype));
     }
   }
+  for (int k = 0; k < 3; ++k) free(want[k]);
 }
 
-// Checks the backward's outputs against the catalogue's formulas over the
+// Checks the backward's outputs against the conformance oracle's over the
 // stored dy, x, mean, rstd and gamma.
 static void ln_backward_check(ln_case *c, double tol) {
-  const int64_t m = c->m;
-  double *dgamma = test_calloc((size_t)m + 1, sizeof(double));
-  double *dbeta = test_calloc((size_t)m + 1, sizeof(double));
-  for (int64_t r = 0; r < c->rows; ++r) {
-    const double mean = nt_get_flat(&c->mean, r), rstd = nt_get_flat(&c->rstd, r);
-    double sum_g = 0, sum_gx = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      const double dy = nt_get_flat(&c->dy, r * m + j);
-      const double xhat = (nt_get_flat(&c->x, r * m + j) - mean) * rstd;
-      const double g = dy * (c->affine ? nt_get_flat(&c->gamma, j) : 1);
-      sum_g += g;
-      sum_gx += g * xhat;
-      dgamma[j] += dy * xhat;
-      dbeta[j] += dy;
-    }
-    for (int64_t j = 0; j < m; ++j) {
-      const double dy = nt_get_flat(&c->dy, r * m + j);
-      const double xhat = (nt_get_flat(&c->x, r * m + j) - mean) * rstd;
-      const double g = dy * (c->affine ? nt_get_flat(&c->gamma, j) : 1);
-      const double dx = rstd * (g - sum_g / (double)m - xhat * sum_gx / (double)m);
-      nt_expect("layer_norm_backward dx", r * m + j, nt_get_flat(&c->dx, r * m + j), dx, tol);
-    }
+  const tsr_layer_norm_attrs attrs = {sizeof(attrs), c->axis, (uint32_t)c->affine, 0};
+  tsr_oracle_tensor in[5] = {tt_oracle_tensor(&c->dy), tt_oracle_tensor(&c->x),
+                             tt_oracle_tensor(&c->mean), tt_oracle_tensor(&c->rstd),
+                             tt_oracle_tensor(&c->gamma)};
+  if (!c->affine) tsr_oracle_tensor_destroy(&in[4]);
+  tt_tensor *out[] = {&c->dx, &c->dgamma, &c->dbeta};
+  double *want[3] = {NULL, NULL, NULL};
+  tt_oracle_run(TSR_OP_LAYER_NORM_BACKWARD, &attrs, in, c->affine ? 5 : 4, out,
+                c->affine ? 3 : 1, want);
+  for (int64_t i = 0; i < c->rows * c->m; ++i) {
+    nt_expect("layer_norm_backward dx", i, nt_get_flat(&c->dx, i), want[0][i], tol);
   }
-  if (c->affine) {
-    for (int64_t j = 0; j < m; ++j) {
-      nt_expect("layer_norm_backward dgamma", j, nt_get_flat(&c->dgamma, j), dgamma[j], tol);
-      nt_expect("layer_norm_backward dbeta", j, nt_get_flat(&c->dbeta, j), dbeta[j], tol);
-    }
+  for (int64_t j = 0; c->affine && j < c->m; ++j) {
+    nt_expect("layer_norm_backward dgamma", j, nt_get_flat(&c->dgamma, j), want[1][j], tol);
+    nt_expect("layer_norm_backward dbeta", j, nt_get_flat(&c->dbeta, j), want[2][j], tol);
   }
-  test_free(dgamma);
-  test_free(dbeta);
+  for (int k = 0; k < 3; ++k) free(want[k]);
 }
 
 static void test_layer_norm_matches_double_loops_for_every_dtype_axis_and_layout(void **state) {
@@ -376,77 +369,57 @@ static tsr_status bn_backward(bn_case *c, int training) {
   return tt_run(TSR_OP_BATCH_NORM_BACKWARD, &attrs, in, 5, out, 3, NULL);
 }
 
-static int64_t bn_channel_of(const bn_case *c, int64_t i) {
-  return (i / c->inner) % c->channels;
-}
-
-// Checks y, save_* and the running outputs against float64 loops over the
-// stored inputs; |old_rmean| and |old_rvar| are the running inputs before
-// the call (the outputs may have overwritten them).
+// Checks y, save_* and the running outputs against the conformance
+// oracle's over the stored inputs; |old_rmean| and |old_rvar| are the running
+// inputs before the call (the outputs may have overwritten them).
 static void bn_forward_check(bn_case *c, int training, const double *old_rmean,
                              const double *old_rvar, const tt_tensor *rmean_out,
                              const tt_tensor *rvar_out) {
   const tsr_dtype_t dtype = c->x.desc.dtype, sd = stat_dtype(dtype);
   const int64_t total = tt_numel(&c->x);
+  const tsr_batch_norm_attrs attrs = {sizeof(attrs), 1e-5, 0.1, (uint32_t)training, 0};
+  tsr_oracle_tensor in[5] = {tt_oracle_tensor(&c->x), tt_oracle_tensor(&c->gamma),
+                             tt_oracle_tensor(&c->beta), tt_oracle_tensor(&c->rmean),
+                             tt_oracle_tensor(&c->rvar)};
   for (int64_t ch = 0; ch < c->channels; ++ch) {
-    double sum = 0, sq = 0;
-    for (int64_t i = 0; i < total; ++i) {
-      if (bn_channel_of(c, i) == ch)
-        sum += nt_get_flat(&c->x, i);
-    }
-    const double batch_mean = sum / (double)c->m;
-    for (int64_t i = 0; i < total; ++i) {
-      if (bn_channel_of(c, i) == ch)
-        sq += pow(nt_get_flat(&c->x, i) - batch_mean, 2);
-    }
-    const double mean = training ? batch_mean : old_rmean[ch];
-    const double var = training ? sq / (double)c->m : old_rvar[ch];
-    const double invstd = 1 / sqrt(var + 1e-5);
-    nt_expect("batch_norm save_mean", ch, nt_get_flat(&c->save_mean, ch), mean, nt_tol(sd));
-    nt_expect("batch_norm save_invstd", ch, nt_get_flat(&c->save_invstd, ch), invstd, nt_tol(sd));
-    const double want_rmean = training ? 0.9 * old_rmean[ch] + 0.1 * batch_mean : old_rmean[ch];
-    const double want_rvar =
-        training ? 0.9 * old_rvar[ch] + 0.1 * sq / (double)(c->m - 1) : old_rvar[ch];
-    nt_expect("batch_norm running_mean_out", ch, nt_get_flat(rmean_out, ch), want_rmean,
-              nt_tol(sd));
-    nt_expect("batch_norm running_var_out", ch, nt_get_flat(rvar_out, ch), want_rvar, nt_tol(sd));
-    const double gamma = nt_get_flat(&c->gamma, ch), beta = nt_get_flat(&c->beta, ch);
-    for (int64_t i = 0; i < total; ++i) {
-      if (bn_channel_of(c, i) != ch)
-        continue;
-      const double y = (nt_get_flat(&c->x, i) - mean) * invstd * gamma + beta;
-      nt_expect("batch_norm y", i, nt_get_flat(&c->y, i), y, 2 * nt_tol(dtype));
-    }
+    in[3].v[ch] = old_rmean[ch];
+    in[4].v[ch] = old_rvar[ch];
   }
+  tt_tensor *out[] = {&c->y, &c->save_mean, &c->save_invstd, (tt_tensor *)rmean_out,
+                      (tt_tensor *)rvar_out};
+  double *want[5];
+  tt_oracle_run(TSR_OP_BATCH_NORM, &attrs, in, 5, out, 5, want);
+  for (int64_t ch = 0; ch < c->channels; ++ch) {
+    nt_expect("batch_norm save_mean", ch, nt_get_flat(&c->save_mean, ch), want[1][ch], nt_tol(sd));
+    nt_expect("batch_norm save_invstd", ch, nt_get_flat(&c->save_invstd, ch), want[2][ch],
+              nt_tol(sd));
+    nt_expect("batch_norm running_mean_out", ch, nt_get_flat(rmean_out, ch), want[3][ch],
+              nt_tol(sd));
+    nt_expect("batch_norm running_var_out", ch, nt_get_flat(rvar_out, ch), want[4][ch],
+              nt_tol(sd));
+  }
+  for (int64_t i = 0; i < total; ++i) {
+    nt_expect("batch_norm y", i, nt_get_flat(&c->y, i), want[0][i], 2 * nt_tol(dtype));
+  }
+  for (int k = 0; k < 5; ++k) free(want[k]);
 }
 
 static void bn_backward_check(bn_case *c, int training, double tol) {
-  const int64_t total = tt_numel(&c->x);
+  const tsr_batch_norm_attrs attrs = {sizeof(attrs), 1e-5, 0.1, (uint32_t)training, 0};
+  tsr_oracle_tensor in[5] = {tt_oracle_tensor(&c->dy), tt_oracle_tensor(&c->x),
+                             tt_oracle_tensor(&c->gamma), tt_oracle_tensor(&c->save_mean),
+                             tt_oracle_tensor(&c->save_invstd)};
+  tt_tensor *out[] = {&c->dx, &c->dgamma, &c->dbeta};
+  double *want[3];
+  tt_oracle_run(TSR_OP_BATCH_NORM_BACKWARD, &attrs, in, 5, out, 3, want);
   for (int64_t ch = 0; ch < c->channels; ++ch) {
-    const double mean = nt_get_flat(&c->save_mean, ch);
-    const double invstd = nt_get_flat(&c->save_invstd, ch);
-    const double gamma = nt_get_flat(&c->gamma, ch);
-    double dbeta = 0, dgamma = 0;
-    for (int64_t i = 0; i < total; ++i) {
-      if (bn_channel_of(c, i) != ch)
-        continue;
-      const double dy = nt_get_flat(&c->dy, i);
-      dbeta += dy;
-      dgamma += dy * (nt_get_flat(&c->x, i) - mean) * invstd;
-    }
-    nt_expect("batch_norm_backward dbeta", ch, nt_get_flat(&c->dbeta, ch), dbeta, tol);
-    nt_expect("batch_norm_backward dgamma", ch, nt_get_flat(&c->dgamma, ch), dgamma, tol);
-    for (int64_t i = 0; i < total; ++i) {
-      if (bn_channel_of(c, i) != ch)
-        continue;
-      const double dy = nt_get_flat(&c->dy, i);
-      const double xhat = (nt_get_flat(&c->x, i) - mean) * invstd;
-      const double dx =
-          training ? gamma * invstd * (dy - dbeta / (double)c->m - xhat * dgamma / (double)c->m)
-                   : gamma * invstd * dy;
-      nt_expect("batch_norm_backward dx", i, nt_get_flat(&c->dx, i), dx, tol);
-    }
+    nt_expect("batch_norm_backward dbeta", ch, nt_get_flat(&c->dbeta, ch), want[2][ch], tol);
+    nt_expect("batch_norm_backward dgamma", ch, nt_get_flat(&c->dgamma, ch), want[1][ch], tol);
   }
+  for (int64_t i = 0; i < tt_numel(&c->x); ++i) {
+    nt_expect("batch_norm_backward dx", i, nt_get_flat(&c->dx, i), want[0][i], tol);
+  }
+  for (int k = 0; k < 3; ++k) free(want[k]);
 }
 
 static void bn_running_get(const bn_case *c, double *rmean, double *rvar) {

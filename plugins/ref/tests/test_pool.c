@@ -1,5 +1,5 @@
-// POOL2D and POOL2D_BACKWARD, MAX and AVG, against float64 loops of the
-// catalogue's formulas: every float dtype, kernels, strides, asymmetric
+// POOL2D and POOL2D_BACKWARD, MAX and AVG, against the conformance oracle's
+// float64 loops of the catalogue's formulas: every float dtype, kernels, strides, asymmetric
 // padding, dilation, ceil mode, count_include_pad, NCHW / NHWC / gapped
 // views, size-0 and size-1 cases; the first-maximum, NaN and -inf rules;
 // the output-size formula; bad indices; the backward against central
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
 
@@ -72,48 +73,30 @@ static void tensor_make(tt_tensor *t, tsr_dtype_t dtype, const int64_t *sizes, i
   }
 }
 
-// The window of output (p, q), evaluated from x in float64: MAX gives the
-// value and index of the first maximum (NaN winning) over positions in the
-// input; AVG the sum over them divided by the catalogue's divisor.
-static void window_want(const pool_case *pc, tsr_pool_kind_t kind, const tt_tensor *x, int64_t n,
-                        int64_t c, int64_t p, int64_t q, double *out_value, int64_t *out_index) {
-  double best = 0, sum = 0;
-  int64_t index = -1, inside = 0, padded = 0;
-  for (int64_t kh = 0; kh < pc->kernel[0]; ++kh) {
-    for (int64_t kw = 0; kw < pc->kernel[1]; ++kw) {
-      const int64_t h = p * pc->stride[0] - pc->pad_before[0] + kh * pc->dilation[0];
-      const int64_t w = q * pc->stride[1] - pc->pad_before[1] + kw * pc->dilation[1];
-      if (h >= -pc->pad_before[0] && h < pc->h + pc->pad_after[0] &&
-          w >= -pc->pad_before[1] && w < pc->w + pc->pad_after[1]) {
-        ++padded;
-      }
-      if (h < 0 || h >= pc->h || w < 0 || w >= pc->w) continue;
-      const int64_t xi[] = {n, c, h, w};
-      const double v = tt_get(x, xi);
-      ++inside;
-      sum += v;
-      if (index < 0 || v > best || (isnan(v) && !isnan(best))) {
-        best = v;
-        index = h * pc->w + w;
-      }
-    }
+// The conformance oracle's |op| (POOL2D or POOL2D_BACKWARD) of |pc| and
+// |kind| on the tensors |in|: output 0's values in a new row-major array of
+// |out_sizes|, and for a MAX forward the indices in |out_index| (or NULL).
+static double *pool_oracle(int32_t op, const pool_case *pc, tsr_pool_kind_t kind,
+                           tt_tensor *const *in, int32_t ni, tsr_dtype_t dtype,
+                           const int64_t *out_sizes, int64_t **out_index) {
+  const tsr_pool2d_attrs attrs = attrs_of(pc, kind);
+  tsr_oracle_tensor oin[2], out[2];
+  for (int32_t k = 0; k < ni; ++k) oin[k] = tt_oracle_tensor(in[k]);
+  assert_int_equal(tsr_oracle_tensor_create(dtype, 4, out_sizes, &out[0]), 0);
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, 4, out_sizes, &out[1]), 0);
+  const int32_t no = op == TSR_OP_POOL2D && kind == TSR_POOL_MAX ? 2 : 1;
+  tsr_oracle_call call = {op, &attrs, ni, no, oin, out, {0}};
+  assert_int_equal(tsr_oracle_compute(&call), TSR_OK);
+  double *values = out[0].v;
+  out[0].v = NULL;
+  if (out_index != NULL) {
+    *out_index = out[1].iv;
+    out[1].iv = NULL;
   }
-  assert_true(inside > 0);
-  *out_value = kind == TSR_POOL_MAX ? best : sum / (double)(pc->count_include_pad ? padded : inside);
-  *out_index = index;
-}
-
-static int64_t divisor_of(const pool_case *pc, int64_t p, int64_t q) {
-  int64_t inside = 0, padded = 0;
-  for (int64_t kh = 0; kh < pc->kernel[0]; ++kh) {
-    for (int64_t kw = 0; kw < pc->kernel[1]; ++kw) {
-      const int64_t h = p * pc->stride[0] - pc->pad_before[0] + kh * pc->dilation[0];
-      const int64_t w = q * pc->stride[1] - pc->pad_before[1] + kw * pc->dilation[1];
-      if (h < pc->h + pc->pad_after[0] && w < pc->w + pc->pad_after[1]) ++padded;
-      if (h >= 0 && h < pc->h && w >= 0 && w < pc->w) ++inside;
-    }
-  }
-  return pc->count_include_pad ? padded : inside;
+  for (int32_t k = 0; k < ni; ++k) tsr_oracle_tensor_destroy(&oin[k]);
+  tsr_oracle_tensor_destroy(&out[0]);
+  tsr_oracle_tensor_destroy(&out[1]);
+  return values;
 }
 
 static void close_check(const char *what, const int64_t *idx, double got, double want,
@@ -127,7 +110,7 @@ static void close_check(const char *what, const int64_t *idx, double got, double
 }
 
 // Runs the forward on |x| and checks y (and indices for MAX) against the
-// float64 windows: MAX bit for bit, AVG within the dtype's rounding.
+// oracle's windows: MAX bit for bit, AVG within the dtype's rounding.
 static void forward_run_check(const pool_case *pc, tsr_pool_kind_t kind, tt_tensor *x,
                               int layout) {
   const tsr_dtype_t dtype = x->desc.dtype;
@@ -141,11 +124,12 @@ static void forward_run_check(const pool_case *pc, tsr_pool_kind_t kind, tt_tens
   assert_int_equal(tt_run(TSR_OP_POOL2D, &attrs, in, 1, out, kind == TSR_POOL_MAX ? 2 : 1, NULL),
                    TSR_OK);
   if (tt_numel(&y) > 0) {
-    int64_t idx[4] = {0};
+    int64_t *want_indices;
+    double *want_values = pool_oracle(TSR_OP_POOL2D, pc, kind, in, 1, dtype, ys, &want_indices);
+    int64_t idx[4] = {0}, i = 0;
     do {
-      double want;
-      int64_t want_index;
-      window_want(pc, kind, x, idx[0], idx[1], idx[2], idx[3], &want, &want_index);
+      const double want = want_values[i];
+      const int64_t want_index = want_indices[i++];
       const double got = tt_get(&y, idx);
       if (kind == TSR_POOL_MAX) {
         if (!(got == want || (isnan(got) && isnan(want)))) {
@@ -157,6 +141,8 @@ static void forward_run_check(const pool_case *pc, tsr_pool_kind_t kind, tt_tens
         close_check("pool avg y", idx, got, want, dtype);
       }
     } while (tt_index_next(idx, 4, ys));
+    free(want_values);
+    free(want_indices);
   }
   tt_tensor_free(&y);
   tt_tensor_free(&indices);
@@ -232,7 +218,7 @@ static void test_pool2d_max_picks_the_first_maximum_and_the_first_nan_and_skips_
         tt_set(&x, idx, inputs[k][i]);
       }
       forward_run_check(&pc, TSR_POOL_MAX, &x, LAYOUT_NCHW);
-      // forward_run_check compares with window_want; pin the rule too.
+      // forward_run_check compares with the oracle; pin the rule too.
       const int64_t ys[] = {1, 1, 2, 2};
       tt_tensor y, indices;
       tt_tensor_make(&y, k_dtypes[di], 4, ys, NULL, 0);
@@ -334,7 +320,7 @@ static void test_pool2d_size_zero_and_one_cases(void **state) {
 // Backward.
 
 // Runs POOL2D_BACKWARD with dy (and, for MAX, indices of the forward of a
-// random x) and checks dx against float64 scatter loops.
+// random x) and checks dx against the oracle's.
 static void backward_check(const pool_case *pc, tsr_pool_kind_t kind, tsr_dtype_t dtype,
                            int layout, uint64_t seed) {
   const int64_t xs[] = {pc->n, pc->c, pc->h, pc->w};
@@ -358,27 +344,9 @@ static void backward_check(const pool_case *pc, tsr_pool_kind_t kind, tsr_dtype_
   assert_int_equal(tt_run(TSR_OP_POOL2D_BACKWARD, &attrs, in, kind == TSR_POOL_MAX ? 2 : 1, out,
                           1, NULL),
                    TSR_OK);
-  const int64_t plane = pc->h * pc->w, count = tt_numel(&dx);
-  double *want = calloc((size_t)count + 1, sizeof(double));
-  if (tt_numel(&dy) > 0) {
-    int64_t idx[4] = {0};
-    do {
-      const double d = tt_get(&dy, idx);
-      const int64_t base = (idx[0] * pc->c + idx[1]) * plane;
-      if (kind == TSR_POOL_MAX) {
-        want[base + (int64_t)tt_get(&indices, idx)] += d;
-        continue;
-      }
-      const double v = d / (double)divisor_of(pc, idx[2], idx[3]);
-      for (int64_t kh = 0; kh < pc->kernel[0]; ++kh) {
-        for (int64_t kw = 0; kw < pc->kernel[1]; ++kw) {
-          const int64_t h = idx[2] * pc->stride[0] - pc->pad_before[0] + kh * pc->dilation[0];
-          const int64_t w = idx[3] * pc->stride[1] - pc->pad_before[1] + kw * pc->dilation[1];
-          if (h >= 0 && h < pc->h && w >= 0 && w < pc->w) want[base + h * pc->w + w] += v;
-        }
-      }
-    } while (tt_index_next(idx, 4, ys));
-  }
+  const int64_t count = tt_numel(&dx);
+  double *want = pool_oracle(TSR_OP_POOL2D_BACKWARD, pc, kind, in, kind == TSR_POOL_MAX ? 2 : 1,
+                             dtype, xs, NULL);
   if (count > 0) {
     int64_t idx[4] = {0}, flat = 0;
     do {

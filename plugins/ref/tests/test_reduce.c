@@ -1,5 +1,5 @@
-// REDUCE and ARG_REDUCE against float64 loops: axis sets, layouts, empty
-// axes, NaN rules, integer wrap-around, ties, thread independence.
+// REDUCE and ARG_REDUCE against the conformance oracle: axis sets, layouts,
+// empty axes, NaN rules, integer wrap-around, ties, thread independence.
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,16 +11,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
 
 static const tsr_dtype_t k_numbers[] = {TSR_FLOAT32, TSR_FLOAT64,  TSR_INT32,
                                         TSR_INT64,   TSR_BFLOAT16, TSR_FLOAT16};
 
-// Reduces x over |mask| in float64 for the output element at |out_idx|.
-// With |segment| > 0, SUM and MEAN add the elements in order into a partial
-// sum that is folded into the result every |segment| elements and at the end
-// (the plugin's fixed segments, for bit-exact checks).
+// The conformance oracle's reduction of x over |mask|: a new row-major
+// array over the keepdim output shape (ints wrap as the dtype does).
+static double *reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn) {
+  const tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
+  int64_t out_sizes[TSR_MAX_RANK];
+  for (int32_t d = 0; d < x->desc.rank; ++d) out_sizes[d] = (mask >> d) & 1 ? 1 : x->desc.sizes[d];
+  tsr_oracle_tensor in = tt_oracle_tensor(x), out;
+  assert_int_equal(tsr_oracle_tensor_create(x->desc.dtype, x->desc.rank, out_sizes, &out), 0);
+  tsr_oracle_call call = {TSR_OP_REDUCE, &attrs, 1, 1, &in, &out, {0}};
+  assert_int_equal(tsr_oracle_compute(&call), TSR_OK);
+  double *want = out.v;
+  out.v = NULL;
+  tsr_oracle_tensor_destroy(&in);
+  tsr_oracle_tensor_destroy(&out);
+  return want;
+}
+
+// SUM or MEAN of x over |mask| for the output element at |out_idx| in the
+// plugin's order, for bit-exact checks: the elements added in order into a
+// partial sum that is folded into the result every |segment| elements and
+// at the end (the plugin's fixed segments).
 static double reduce_want_segmented(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
                                     const int64_t *out_idx, int64_t segment) {
   const int32_t r = x->desc.rank;
@@ -31,39 +49,20 @@ static double reduce_want_segmented(const tt_tensor *x, uint32_t mask, tsr_reduc
     count *= sizes[d];
     idx[d] = 0;
   }
-  double acc = fn == TSR_REDUCE_PROD ? 1 : fn == TSR_REDUCE_MAX ? -INFINITY
-               : fn == TSR_REDUCE_MIN ? INFINITY : 0;
-  if (count == 0) return fn == TSR_REDUCE_MEAN ? NAN : acc;
-  double part = 0.0;
+  assert_true(fn == TSR_REDUCE_SUM || fn == TSR_REDUCE_MEAN);
+  if (count == 0) return fn == TSR_REDUCE_MEAN ? NAN : 0.0;
+  double acc = 0.0, part = 0.0;
   int64_t k = 0;
   do {
     int64_t xi[TSR_MAX_RANK];
     for (int32_t d = 0; d < r; ++d) xi[d] = (mask >> d) & 1 ? idx[d] : out_idx[d];
-    double v = tt_get(x, xi);
-    switch (fn) {
-      case TSR_REDUCE_SUM:
-      case TSR_REDUCE_MEAN:
-        if (segment <= 0) {
-          acc += v;
-        } else {
-          part += v;
-          if (++k % segment == 0 || k == count) {
-            acc += part;
-            part = 0.0;
-          }
-        }
-        break;
-      case TSR_REDUCE_PROD: acc *= v; break;
-      case TSR_REDUCE_MAX: acc = isnan(acc) || isnan(v) ? NAN : (v > acc ? v : acc); break;
-      default: acc = isnan(acc) || isnan(v) ? NAN : (v < acc ? v : acc); break;
+    part += tt_get(x, xi);
+    if (++k % segment == 0 || k == count) {
+      acc += part;
+      part = 0.0;
     }
   } while (tt_index_next(idx, r, sizes));
   return fn == TSR_REDUCE_MEAN ? acc / (double)count : acc;
-}
-
-static double reduce_want(const tt_tensor *x, uint32_t mask, tsr_reduce_fn_t fn,
-                          const int64_t *out_idx) {
-  return reduce_want_segmented(x, mask, fn, out_idx, 0);
 }
 
 static tsr_status reduce_run(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x, tt_tensor *out) {
@@ -81,10 +80,11 @@ static void reduce_check(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x) {
   tt_tensor out;
   tt_tensor_make(&out, x->desc.dtype, r, out_sizes, NULL, 0);
   assert_int_equal(reduce_run(fn, mask, x, &out), TSR_OK);
-  int64_t idx[TSR_MAX_RANK] = {0};
+  int64_t idx[TSR_MAX_RANK] = {0}, i = 0;
   if (tt_numel(&out) > 0) {
+    double *all = reduce_want(x, mask, fn);
     do {
-      double want = reduce_want(x, mask, fn, idx);
+      double want = all[i++];
       if (x->desc.dtype == TSR_INT32) want = (double)(int32_t)(int64_t)want;
       if (x->desc.dtype == TSR_FLOAT32) want = (float)want;
       double rtol = x->desc.dtype == TSR_FLOAT32 ? 1e-6 : x->desc.dtype == TSR_FLOAT64 ? 1e-12 : 0;
@@ -100,6 +100,7 @@ static void reduce_check(tsr_reduce_fn_t fn, uint32_t mask, tt_tensor *x) {
                  (int)x->desc.dtype, got, want);
       }
     } while (tt_index_next(idx, r, out_sizes));
+    free(all);
   }
   tt_tensor_free(&out);
 }
@@ -227,11 +228,13 @@ static void test_reduce_long_sums_are_bitwise_identical_on_one_and_two_threads(v
     tt_tensor_make(&out, TSR_FLOAT32, 2, out_sizes, NULL, 0);
     tt_fill(&x, 31, -1, 1);
     assert_int_equal(reduce_run(TSR_REDUCE_SUM, 2u, &x, &out), TSR_OK);
+    double *want = reduce_want(&x, 2u, TSR_REDUCE_SUM);
     for (int64_t i = 0; i < 3; ++i) {
       int64_t idx[2] = {i, 0};
       results[t][i] = tt_get(&out, idx);
-      assert_true(tt_close(results[t][i], (float)reduce_want(&x, 2u, TSR_REDUCE_SUM, idx), 1e-6, 1e-6));
+      assert_true(tt_close(results[t][i], (float)want[i], 1e-6, 1e-6));
     }
+    free(want);
     tt_tensor_free(&x);
     tt_tensor_free(&out);
   }
@@ -320,20 +323,19 @@ static void test_reduce_refuses_bad_axes_and_shapes(void **state) {
   tt_tensor_free(&b);
 }
 
-// ARG_REDUCE's rule in float64: first extreme, NaN beyond every number.
-static int64_t arg_want(const tt_tensor *x, int32_t axis, int argmin, const int64_t *out_idx) {
-  int64_t idx[TSR_MAX_RANK];
-  memcpy(idx, out_idx, sizeof(int64_t) * (size_t)x->desc.rank);
-  int64_t best = 0;
-  for (int64_t i = 0; i < x->desc.sizes[axis]; ++i) {
-    idx[axis] = i;
-    double v = tt_get(x, idx);
-    idx[axis] = best;
-    double b = tt_get(x, idx);
-    if (isnan(b)) break;
-    if (isnan(v) || (argmin ? v < b : v > b)) best = i;
-  }
-  return best;
+// The conformance oracle's ARG_REDUCE (first extreme, NaN beyond every
+// number) of x along |axis|: a new row-major array over the output shape.
+static int64_t *arg_want(const tt_tensor *x, int32_t axis, int argmin, const int64_t *out_sizes) {
+  const tsr_arg_reduce_attrs attrs = {sizeof(attrs), argmin, axis};
+  tsr_oracle_tensor in = tt_oracle_tensor(x), out;
+  assert_int_equal(tsr_oracle_tensor_create(TSR_INT64, x->desc.rank, out_sizes, &out), 0);
+  tsr_oracle_call call = {TSR_OP_ARG_REDUCE, &attrs, 1, 1, &in, &out, {0}};
+  assert_int_equal(tsr_oracle_compute(&call), TSR_OK);
+  int64_t *want = out.iv;
+  out.iv = NULL;
+  tsr_oracle_tensor_destroy(&in);
+  tsr_oracle_tensor_destroy(&out);
+  return want;
 }
 
 static void test_arg_reduce_finds_the_first_extreme_on_every_axis_and_dtype(void **state) {
@@ -354,10 +356,12 @@ static void test_arg_reduce_finds_the_first_extreme_on_every_axis_and_dtype(void
         tt_tensor *in[] = {&x};
         tt_tensor *outs[] = {&out};
         assert_int_equal(tt_run(TSR_OP_ARG_REDUCE, &attrs, in, 1, outs, 1, NULL), TSR_OK);
-        int64_t idx[3] = {0, 0, 0};
+        int64_t idx[3] = {0, 0, 0}, i = 0;
+        int64_t *want = arg_want(&x, axis, fn, out_sizes);
         do {
-          assert_int_equal((int64_t)tt_get(&out, idx), arg_want(&x, axis, fn, idx));
+          assert_int_equal((int64_t)tt_get(&out, idx), want[i++]);
         } while (tt_index_next(idx, 3, out_sizes));
+        free(want);
         tt_tensor_free(&out);
       }
     }
@@ -426,9 +430,11 @@ static void test_arg_reduce_of_many_rows_runs_on_the_pool(void **state) {
   tt_tensor *in[] = {&x};
   tt_tensor *outs[] = {&out};
   assert_int_equal(tt_run(TSR_OP_ARG_REDUCE, &attrs, in, 1, outs, 1, NULL), TSR_OK);
-  int64_t idx[2] = {0, 0};
-  do assert_int_equal((int64_t)tt_get(&out, idx), arg_want(&x, 1, 0, idx));
+  int64_t idx[2] = {0, 0}, i = 0;
+  int64_t *want = arg_want(&x, 1, TSR_ARG_REDUCE_ARGMAX, out_sizes);
+  do assert_int_equal((int64_t)tt_get(&out, idx), want[i++]);
   while (tt_index_next(idx, 2, out_sizes));
+  free(want);
   tt_tensor_free(&x);
   tt_tensor_free(&out);
 }

@@ -1,40 +1,33 @@
-// SOFTMAX and SOFTMAX_BACKWARD against float64 loops: every float dtype and
-// axis, strided views, size-0 and size-1 axes, the NaN and infinity rules,
-// finite differences of the forward, thread-count independence, refusals.
+// SOFTMAX and SOFTMAX_BACKWARD against the conformance oracle's float64
+// loops: every float dtype and axis, strided views, size-0 and size-1 axes,
+// the NaN and infinity rules, finite differences of the forward,
+// thread-count independence, refusals.
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_norm_util.h"
 
-// y = softmax or log-softmax of x along |axis|, in float64 from x's stored
-// values, written to |want| (row-major over x's shape).
+// The conformance oracle's softmax or log-softmax of x along |axis| (|dy|
+// NULL), or its backward of dy and y = |x| (the forward's output), in float64
+// from the stored values, written to |want| (row-major over x's shape).
+static void softmax_oracle(const tt_tensor *x, const tt_tensor *dy, int32_t axis, int lg,
+                           double *want) {
+  const tsr_softmax_attrs attrs = {sizeof(attrs), axis, (uint32_t)lg};
+  const tsr_dtype_t dtype = x->desc.dtype;
+  double *xv = tt_values(x, x->desc.sizes), *dyv = dy ? tt_values(dy, dy->desc.sizes) : NULL;
+  tsr_oracle_tensor in[2] = {tsr_oracle_tensor_over(dtype, x->desc.rank, x->desc.sizes, dyv),
+                             tsr_oracle_tensor_over(dtype, x->desc.rank, x->desc.sizes, xv)};
+  tsr_oracle_tensor out = tsr_oracle_tensor_over(dtype, x->desc.rank, x->desc.sizes, want);
+  assert_int_equal(tsr_oracle_compute_values(dy ? TSR_OP_SOFTMAX_BACKWARD : TSR_OP_SOFTMAX, &attrs,
+                                             dy ? 2 : 1, dy ? in : in + 1, 1, &out),
+                   TSR_OK);
+  free(xv);
+  free(dyv);
+}
+
 static void softmax_want(const tt_tensor *x, int32_t axis, int lg, double *want) {
-  const int32_t rank = x->desc.rank;
-  const int64_t *sizes = x->desc.sizes;
-  const int64_t n = sizes[axis];
-  int64_t inner = 1;
-  for (int32_t d = axis + 1; d < rank; ++d) inner *= sizes[d];
-  const int64_t total = tt_numel(x);
-  if (total == 0)
-    return;
-  for (int64_t base = 0; base < total; ++base) {
-    if ((base / inner) % n != 0)
-      continue;  // first element of a slice
-    double m = -INFINITY;
-    int any_nan = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      double v = nt_get_flat(x, base + k * inner);
-      if (isnan(v))
-        any_nan = 1;
-      if (v > m)
-        m = v;
-    }
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) sum += exp(nt_get_flat(x, base + k * inner) - m);
-    for (int64_t k = 0; k < n; ++k) {
-      double v = nt_get_flat(x, base + k * inner);
-      double y = lg ? v - m - log(sum) : exp(v - m) / sum;
-      want[base + k * inner] = any_nan ? NAN : y;
-    }
-  }
+  softmax_oracle(x, NULL, axis, lg, want);
 }
 
 static void softmax_run(tt_tensor *x, tt_tensor *y, int32_t axis, int lg) {
@@ -152,25 +145,7 @@ static void test_softmax_nan_and_infinities_follow_the_formula(void **state) {
 // dx from the catalogue's formulas, in float64 from the stored dy and y.
 static void softmax_backward_want(const tt_tensor *dy, const tt_tensor *y, int32_t axis, int lg,
                                   double *want) {
-  const int64_t *sizes = y->desc.sizes;
-  const int64_t n = sizes[axis];
-  int64_t inner = 1;
-  for (int32_t d = axis + 1; d < y->desc.rank; ++d) inner *= sizes[d];
-  const int64_t total = tt_numel(y);
-  for (int64_t base = 0; base < total; ++base) {
-    if ((base / inner) % n != 0)
-      continue;
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = base + k * inner;
-      sum += lg ? nt_get_flat(dy, i) : nt_get_flat(dy, i) * nt_get_flat(y, i);
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = base + k * inner;
-      const double g = nt_get_flat(dy, i), v = nt_get_flat(y, i);
-      want[i] = lg ? g - exp(v) * sum : v * (g - sum);
-    }
-  }
+  softmax_oracle(y, dy, axis, lg, want);
 }
 
 static void softmax_backward_run(tt_tensor *dy, tt_tensor *y, tt_tensor *dx, int32_t axis, int lg) {

@@ -1,5 +1,6 @@
-// UNARY and UNARY_BACKWARD against float64 loops, every fn and dtype the
-// catalogue allows, NaN rules, aliasing, strided views, and refusals.
+// UNARY and UNARY_BACKWARD against the conformance oracle's float64 f(x) and
+// f'(x), every fn and dtype the catalogue allows, NaN rules, aliasing,
+// strided views, and refusals.
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,64 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "oracle/oracle.h"
 #include "test_host.h"
 #include "test_util.h"
-
-static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
-static double gelu_tanh(double x) {
-  return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-
-static double unary_want(tsr_unary_fn_t fn, double x, double alpha) {
-  switch (fn) {
-    case TSR_UNARY_NEG: return -x;
-    case TSR_UNARY_ABS: return fabs(x);
-    case TSR_UNARY_EXP: return exp(x);
-    case TSR_UNARY_LOG: return log(x);
-    case TSR_UNARY_SQRT: return sqrt(x);
-    case TSR_UNARY_RSQRT: return 1 / sqrt(x);
-    case TSR_UNARY_RECIPROCAL: return 1 / x;
-    case TSR_UNARY_SQUARE: return x * x;
-    case TSR_UNARY_SIN: return sin(x);
-    case TSR_UNARY_COS: return cos(x);
-    case TSR_UNARY_TANH: return tanh(x);
-    case TSR_UNARY_SIGMOID: return sigmoid(x);
-    case TSR_UNARY_RELU: return isnan(x) ? x : (x > 0 ? x : 0);
-    case TSR_UNARY_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case TSR_UNARY_GELU_TANH: return gelu_tanh(x);
-    case TSR_UNARY_SILU: return x * sigmoid(x);
-    case TSR_UNARY_LEAKY_RELU: return x > 0 ? x : alpha * x;
-    case TSR_UNARY_ELU: return x > 0 ? x : alpha * expm1(x);
-    case TSR_UNARY_SIGN: return isnan(x) ? x : (x > 0) - (x < 0);
-    case TSR_UNARY_FLOOR: return floor(x);
-    case TSR_UNARY_CEIL: return ceil(x);
-    case TSR_UNARY_ROUND: return nearbyint(x);
-    case TSR_UNARY_LOGICAL_NOT: return x == 0;
-    case TSR_UNARY_LOG1P: return log1p(x);
-    case TSR_UNARY_EXPM1: return expm1(x);
-    default: return erf(x);
-  }
-}
-
-// d/dx by a central difference of unary_want, except at kinks: the catalogue
-// fixes f'(0) = 0 for abs and relu; leaky_relu and elu take the slope of the
-// negative side there, as their x > 0 test gives.
-static double derivative_want(tsr_unary_fn_t fn, double x, double alpha) {
-  if ((fn == TSR_UNARY_ABS || fn == TSR_UNARY_RELU) && x == 0) return 0;
-  if ((fn == TSR_UNARY_LEAKY_RELU || fn == TSR_UNARY_ELU) && x == 0) return alpha;
-  double h = 1e-6 * (fabs(x) + 1);
-  return (unary_want(fn, x + h, alpha) - unary_want(fn, x - h, alpha)) / (2 * h);
-}
-
-static int fn_is_float_only(tsr_unary_fn_t fn) {
-  return fn != TSR_UNARY_NEG && fn != TSR_UNARY_ABS && fn != TSR_UNARY_SQUARE &&
-         fn != TSR_UNARY_RELU && fn != TSR_UNARY_SIGN && fn != TSR_UNARY_LOGICAL_NOT;
-}
-
-static int fn_has_backward(tsr_unary_fn_t fn) {
-  return fn != TSR_UNARY_SIGN && fn != TSR_UNARY_FLOOR && fn != TSR_UNARY_CEIL &&
-         fn != TSR_UNARY_ROUND && fn != TSR_UNARY_LOGICAL_NOT;
-}
 
 // Inputs where the fn is defined and smooth enough for the difference.
 static void domain_get(tsr_unary_fn_t fn, double *lo, double *hi) {
@@ -88,7 +34,7 @@ static void unary_run_check(tsr_unary_fn_t fn, double alpha, tt_tensor *x, tt_te
   const tsr_dtype_t dtype = out->desc.dtype;
   do {
     double xv = tt_get_broadcast(x, idx);
-    double want = unary_want(fn, xv, alpha);
+    double want = tsr_oracle_unary_value(fn, xv, alpha);
     if (dtype == TSR_FLOAT32) want = (float)want;
     double got = tt_get(out, idx);
     // The half types: the float32 result rounded once, so half an ulp of
@@ -133,7 +79,7 @@ static void test_unary_int_fns_wrap_and_float_only_fns_refuse_int(void **state) 
       tt_tensor_make(&x, dtype, 1, sizes, NULL, 0);
       tt_tensor_make(&out, dtype, 1, sizes, NULL, 0);
       tt_fill(&x, 200 + (uint64_t)fn, -1000, 1000);
-      if (fn_is_float_only(fn) || fn == TSR_UNARY_LOGICAL_NOT) {
+      if (!tsr_oracle_unary_accepts(fn, dtype)) {
         tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, 0.0};
         tt_tensor *in[] = {&x};
         tt_tensor *outs[] = {&out};
@@ -292,13 +238,13 @@ static void test_unary_large_input_runs_on_the_pool(void **state) {
   tt_tensor_free(&out);
 }
 
-static void test_unary_backward_matches_numerical_derivatives(void **state) {
+static void test_unary_backward_matches_the_oracles_derivatives(void **state) {
   (void)state;
   const int64_t sizes[] = {2, 37};
   for (int d = 0; d < 4; ++d) {
     tsr_dtype_t dtype = k_floats[d];
     for (tsr_unary_fn_t fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
-      if (!fn_has_backward(fn)) continue;
+      if (!tsr_oracle_unary_has_backward(fn)) continue;
       double lo, hi;
       domain_get(fn, &lo, &hi);
       tt_tensor dy, x, dx;
@@ -320,10 +266,10 @@ static void test_unary_backward_matches_numerical_derivatives(void **state) {
       int64_t idx[2] = {0, 0};
       do {
         double xv = tt_get(&x, idx), dyv = tt_get(&dy, idx);
-        double want = dyv * derivative_want(fn, xv, 0.3);
+        double want = dyv * tsr_oracle_unary_derivative(fn, xv, 0.3);
         double got = tt_get(&dx, idx);
-        // The finite difference's own error, and for the half types the
-        // rounding of a float32 result.
+        // Kept from when want was a central difference (the oracle's f' is
+        // analytic), and for the half types the rounding of a float32 result.
         double rtol = 1e-4 + (tt_is_half(dtype) ? tt_rtol(dtype) : 0);
         if (!tt_close(got, want, rtol, 1e-5)) {
           fail_msg("unary_backward fn %d dtype %d x %.9g: got %.9g, want %.9g", (int)fn,
@@ -342,7 +288,7 @@ static void test_unary_backward_is_nan_where_x_is_nan_for_every_fn(void **state)
   const int64_t sizes[] = {3};
   for (int d = 0; d < 4; ++d) {
     for (tsr_unary_fn_t fn = 0; fn < TSR_UNARY_FN_COUNT; ++fn) {
-      if (!fn_has_backward(fn)) continue;
+      if (!tsr_oracle_unary_has_backward(fn)) continue;
       tt_tensor dy, x, dx;
       tt_tensor_make(&dy, k_floats[d], 1, sizes, NULL, 0);
       tt_tensor_make(&x, k_floats[d], 1, sizes, NULL, 0);
@@ -424,7 +370,7 @@ int main(void) {
       cmocka_unit_test(test_unary_reads_strided_and_broadcast_views_and_runs_in_place),
       cmocka_unit_test(test_unary_half_types_read_strided_broadcast_and_in_place_views),
       cmocka_unit_test(test_unary_large_input_runs_on_the_pool),
-      cmocka_unit_test(test_unary_backward_matches_numerical_derivatives),
+      cmocka_unit_test(test_unary_backward_matches_the_oracles_derivatives),
       cmocka_unit_test(test_unary_backward_is_nan_where_x_is_nan_for_every_fn),
       cmocka_unit_test(test_unary_backward_refuses_fns_without_backward_and_int),
   };

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 // clang-format on
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "half.h"
@@ -147,6 +148,44 @@ double tt_get_broadcast(const tt_tensor *t, const int64_t *idx) {
   int64_t local[TSR_MAX_RANK];
   for (int32_t d = 0; d < t->desc.rank; ++d) local[d] = t->desc.sizes[d] == 1 ? 0 : idx[d];
   return tt_get(t, local);
+}
+
+double *tt_values(const tt_tensor *t, const int64_t *sizes) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->desc.rank; ++d) n *= sizes[d];
+  double *v = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+  assert_non_null(v);
+  if (n == 0) return v;
+  int64_t idx[TSR_MAX_RANK] = {0}, i = 0;
+  do v[i++] = tt_get_broadcast(t, idx); while (tt_index_next(idx, t->desc.rank, sizes));
+  return v;
+}
+
+tsr_oracle_tensor tt_oracle_tensor(const tt_tensor *t) {
+  tsr_oracle_tensor o;
+  assert_int_equal(tsr_oracle_tensor_create(t->desc.dtype, t->desc.rank, t->desc.sizes, &o), 0);
+  if (o.numel == 0) return o;
+  int64_t idx[TSR_MAX_RANK] = {0}, i = 0;
+  do {
+    const double v = tt_get(t, idx);
+    tsr_oracle_tensor_set(&o, i++, v, (int64_t)v);
+  } while (tt_index_next(idx, t->desc.rank, t->desc.sizes));
+  return o;
+}
+
+void tt_oracle_run(int32_t op, const void *attrs, tsr_oracle_tensor *inputs, int32_t num_inputs,
+                   tt_tensor *const *outputs, int32_t num_outputs, double **out_values) {
+  tsr_oracle_tensor out[8];
+  assert_true(num_outputs <= 8);
+  for (int32_t k = 0; k < num_outputs; ++k) out[k] = tt_oracle_tensor(outputs[k]);
+  tsr_oracle_call call = {op, attrs, num_inputs, num_outputs, inputs, out, {0}};
+  if (tsr_oracle_compute(&call) != TSR_OK) fail_msg("oracle op %d: %s", (int)op, call.message);
+  for (int32_t k = 0; k < num_outputs; ++k) {
+    out_values[k] = out[k].v;
+    out[k].v = NULL;
+    tsr_oracle_tensor_destroy(&out[k]);
+  }
+  for (int32_t k = 0; k < num_inputs; ++k) tsr_oracle_tensor_destroy(&inputs[k]);
 }
 
 int tt_index_next(int64_t *idx, int32_t rank, const int64_t *sizes) {

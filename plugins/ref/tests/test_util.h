@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "oracle/oracle.h"
 #include "tessera/abi.h"
 #include "tessera/ops.h"
 
@@ -41,6 +42,20 @@ double tt_get(const tt_tensor *t, const int64_t *idx);
 void tt_set(tt_tensor *t, const int64_t *idx, double value);
 // Element at |idx|, with dimensions where t has size 1 read at index 0.
 double tt_get_broadcast(const tt_tensor *t, const int64_t *idx);
+// |t|'s elements read at every index of |sizes| (t's rank) as
+// tt_get_broadcast reads them, row-major, in a new array the caller frees:
+// how a test hands its operands to the conformance oracle.
+double *tt_values(const tt_tensor *t, const int64_t *sizes);
+// The conformance oracle's tensor holding |t|'s elements (int and bool
+// exact), created with tsr_oracle_tensor_create: release it with
+// tsr_oracle_tensor_destroy.
+tsr_oracle_tensor tt_oracle_tensor(const tt_tensor *t);
+// Evaluates |op| with |attrs| in the conformance oracle on |inputs| into
+// tensors of |outputs|' shapes and dtypes, holding |outputs|' elements (for
+// the ops that read their outputs); |out_values[k]| gets output k's values,
+// row-major, in a new array the caller frees. Destroys |inputs|.
+void tt_oracle_run(int32_t op, const void *attrs, tsr_oracle_tensor *inputs, int32_t num_inputs,
+                   tt_tensor *const *outputs, int32_t num_outputs, double **out_values);
 // Row-major next multi-index; 0 once every index has been visited.
 int tt_index_next(int64_t *idx, int32_t rank, const int64_t *sizes);
 int64_t tt_numel(const tt_tensor *t);
