@@ -10,7 +10,7 @@
 
 // Thread-locals read on every eager op. initial-exec makes each access one
 // instruction instead of a __tls_get_addr call, which the default model
-// costs on every op (docs/performance.md, "Measurements behind the code's
+// costs on every op (docs/performance-log.md, "Measurements behind the code's
 // decisions"); they are small, so the static TLS block of a libtessera that
 // is dlopened still has room for them.
 #define TSR_HOT_TLS _Thread_local __attribute__((tls_model("initial-exec")))

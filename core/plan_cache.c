@@ -1,5 +1,5 @@
 // Plan cache. A hit for a 3-operand rank-1 signature is a key of ~12 words,
-// one hash and one memcmp (its measured cost: docs/performance.md,
+// one hash and one memcmp (its measured cost: docs/performance-log.md,
 // "Measurements behind the code's decisions").
 #include "plan_cache.h"
 
@@ -11,7 +11,7 @@
 // The key is built on every eager op, so its cost is the dispatcher's
 // largest fixed one after the kernel. Words are stored first and hashed
 // afterwards in four independent lanes: a single running hash makes every
-// word wait for the previous word's multiply (docs/performance.md,
+// word wait for the previous word's multiply (docs/performance-log.md,
 // "Measurements behind the code's decisions").
 static uint64_t key_hash(const uint64_t *w, uint32_t n) {
   uint64_t h0 = 0x243f6a8885a308d3ull, h1 = 0x13198a2e03707344ull;

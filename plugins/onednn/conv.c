@@ -26,7 +26,7 @@
 // Below this many multiply-adds the own im2col kernel wins against a
 // primitive plus reorders, whose fixed costs outweigh the work there: forward
 // and backward-data break even near 32K multiply-adds, the filter gradient
-// near 256K (docs/performance.md, "Measurements behind the code's
+// near 256K (docs/performance-log.md, "Measurements behind the code's
 // decisions").
 #define TSR_ONEDNN_CONV_MIN_MACS (32.0 * 1024.0)
 #define TSR_ONEDNN_CONV_FILTER_MIN_MACS (256.0 * 1024.0)
@@ -396,7 +396,7 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   // own direct kernel (ref's conv_filter_c1.c), whatever the size
   // threshold: a GEMM with K = 9 is too thin for gemm:jit's blocking, and the
   // own kernel measured several times faster than oneDNN 2.6's on the CNN's
-  // first layer (docs/performance.md, "Measurements behind the code's
+  // first layer (docs/performance-log.md, "Measurements behind the code's
   // decisions").
   if (pb->kind == TSR_CONV_BWD_FILTER &&
       tsr_ref_conv_filter_c1_fits(dtype, pb->cg, w->sizes[2], w->sizes[3], y->sizes, y->strides)) {
@@ -408,7 +408,7 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   // conv_filter_direct.c) for 3x3 and larger kernels while its float64 sums
   // stay within TSR_ONEDNN_CONV_DIRECT_SUMS_BYTES: there it measured faster
   // than oneDNN 2.6, or as fast. 1x1 kernels and larger sums stay on oneDNN,
-  // which measured faster on them (docs/performance.md, "Measurements behind
+  // which measured faster on them (docs/performance-log.md, "Measurements behind
   // the code's decisions").
   if (pb->kind == TSR_CONV_BWD_FILTER &&
       tsr_ref_conv_filter_direct_fits(dtype, pb->groups, x->sizes[1], x->sizes[2], x->sizes[3],
@@ -424,7 +424,7 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   // CONV2D then RELU), on the own direct kernels in the two domains where
   // they measured faster than oneDNN 2.6's jit:avx2 (blocked, with its
   // reorders), alone and in cnn_train's step; elsewhere on oneDNN
-  // (docs/performance.md, "Measurements behind the code's decisions"):
+  // (docs/performance-log.md, "Measurements behind the code's decisions"):
   //
   // - one input channel, one group, up to 3x3, at least 256K y elements
   //   (ref's conv_fwd_c1.c; it writes y once in NCHW). Smaller outputs, 5x5
@@ -669,7 +669,7 @@ static tsr_status tsr_onednn_conv_op_build(const tsr_onednn_conv_problem *pb, in
 // --- choosing ----------------------------------------------------------------------
 
 // The order in which the layouts are tried when not autotuning, from
-// measurements with oneDNN 2.6, reorders included (docs/performance.md,
+// measurements with oneDNN 2.6, reorders included (docs/performance-log.md,
 // "Measurements behind the code's decisions"):
 // - forward: the blocked direct convolution (jit:avx2) wins at every shape
 //   measured, also with one input channel;

@@ -34,7 +34,7 @@ const char *tsr_onednn_eltwise_fn_name(const tsr_onednn_eltwise_spec *s);
 // implementation than |impl|. The verdict is computed once per (function,
 // parameters, math mode) and kept for the process, with the implementation
 // the row ran on; only the first call pays for the row (about 120,000
-// values; its time: docs/performance.md, "Measurements behind the code's
+// values; its time: docs/performance-log.md, "Measurements behind the code's
 // decisions"). CLAMP's verdicts, one per pair of bounds, are not kept.
 // Thread-safe.
 tsr_status tsr_onednn_eltwise_check(const tsr_onednn_eltwise_spec *s,

@@ -27,7 +27,7 @@
 
 // Below this many multiply-adds in all, the own GEMM beats the primitive,
 // whose fixed cost (memory handles, stream, OpenMP fork) outweighs the work
-// there (docs/performance.md, "Measurements behind the code's decisions").
+// there (docs/performance-log.md, "Measurements behind the code's decisions").
 #define TSR_ONEDNN_MATMUL_MIN_MACS (40.0 * 40.0 * 40.0)
 // Timing runs per candidate when autotuning (after one warm-up).
 #define TSR_ONEDNN_MATMUL_TIMING_RUNS 3
@@ -139,7 +139,7 @@ static int tsr_onednn_matmul_layout(const tsr_tensor_desc *desc, int batch_bcast
 // Linear's gradient products where ref's blocked GEMM (each thread packs
 // its own block of C; transposed operands packed by in-register
 // transposes) was measured faster than oneDNN 2.6's gemm:jit on two threads
-// (docs/performance.md, "Measurements behind the code's decisions"):
+// (docs/performance-log.md, "Measurements behind the code's decisions"):
 // - the weight gradient dW = dy^T @ x (A column-major, B row-major), M and
 //   N at least 256, K (the batch) at most 512;
 // - the input gradient dx = dy @ w (both row-major) at M 64-512, N and K

@@ -20,7 +20,7 @@
 // rstd may have any strides; batch norm's [C] operands must be dense.
 //
 // Which implementations are taken, by measurement (oneDNN 2.6, AVX2;
-// docs/performance.md, "Measurements behind the code's decisions"):
+// docs/performance-log.md, "Measurements behind the code's decisions"):
 // - Layer norm: any but oneDNN's reference one; simple_layer_normalization
 //   measured faster than the own kernel.
 // - Batch norm: jit only. For NCHW oneDNN (2.6 and 3.2) has only its plain

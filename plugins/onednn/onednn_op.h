@@ -33,7 +33,7 @@ typedef struct tsr_onednn_build_ctx {
   tsr_math_mode_t math_mode;
   // Elementwise-like ops with fewer elements stay on the own kernels: below
   // this a primitive's fixed cost (mallocs in oneDNN among it) exceeds the
-  // work (docs/performance.md, "Measurements behind the code's decisions").
+  // work (docs/performance-log.md, "Measurements behind the code's decisions").
   // TSR_ONEDNN_MIN_ELEMENTS overrides it; tests set 0 to force every
   // primitive path.
   int64_t min_elements;

@@ -3,7 +3,7 @@
 //
 // dnnl_memory_create allocates, and a primitive execution needs one memory
 // object per argument, so creating them per call would put mallocs on the
-// hot path (several per call for a small add: docs/performance.md,
+// hot path (several per call for a small add: docs/performance-log.md,
 // "Measurements behind the code's decisions"). Instead each prim
 // holds TSR_ONEDNN_SLOTS sets of memory objects; a call takes a free set with
 // one atomic exchange. Only when more threads than that run one plan at the

@@ -198,7 +198,7 @@ static inline uint64_t tsr_ocl_gemm_packed_bytes(const tsr_ocl_gemm_problem *p,
 // global memory (CPUs) get the packed kernels first (6x16 for float, 6x8
 // for double, whose vectors are twice as wide), then the direct vector ones,
 // then the scalar direct and tiled ones, in the order of their measured
-// speed on PoCL (docs/performance.md, "Measurements behind the code's
+// speed on PoCL (docs/performance-log.md, "Measurements behind the code's
 // decisions"): staging through local memory only adds copies there, and
 // vector types are what reach their SIMD units. A product of 1-3 rows,
 // which packing would only copy, starts with

@@ -10,7 +10,7 @@
 // FMAs. What limits it is streaming dy, read once (5.5 MB for the CNN's first
 // layer): the profile's time sits on the dy loads. On the CNN's first filter
 // gradient it is several times faster than im2col + GEMM and than oneDNN's
-// gemm:jit (docs/performance.md, "Measurements behind the code's decisions").
+// gemm:jit (docs/performance-log.md, "Measurements behind the code's decisions").
 //
 // Work items are (group, block of output channels); the threads never share
 // an output element, and each sum runs over images, position tiles and lanes
@@ -89,7 +89,7 @@ static void c1_im2col(const tsr_ref_conv_plan *cv, const float *x, int64_t j0, i
 #if defined(__GNUC__)
 // GCC and Clang: explicit vectors. Left to itself, GCC 12 vectorises the
 // plain loops below across the taps (broadcasts and shuffles, far slower on
-// the CNN shape: docs/performance.md, "Measurements behind the code's
+// the CNN shape: docs/performance-log.md, "Measurements behind the code's
 // decisions") instead of across the lanes; with these types each tap's
 // accumulator is one register (one AVX2 register, two SSE2 ones).
 typedef float c1_f8 __attribute__((vector_size(LANES * sizeof(float))));

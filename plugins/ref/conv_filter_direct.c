@@ -16,7 +16,7 @@
 // fast as ref's float32 GEMM, and the transposition, the copies and the
 // float64 sums are a small share of the time (perf). Before the rows' offsets
 // were precomputed and dy was read along its rows, divisions and 64 strided
-// read streams took a large share. Measured at: docs/performance.md,
+// read streams took a large share. Measured at: docs/performance-log.md,
 // "Measurements behind the code's decisions".
 //
 // Summation order: each register tile sums a step's products in float32,

@@ -65,7 +65,7 @@ static void fc_block(const float *restrict col, int64_t pitch, int64_t taps,
     fc_f8_load(&c1, col + t * pitch + LANES);
     // Keeps each col vector in a register: GCC otherwise folds its load into
     // every FMA, and four loads per vector made the loop load-bound and
-    // slower (docs/performance.md, "Measurements behind the code's decisions").
+    // slower (docs/performance-log.md, "Measurements behind the code's decisions").
     TSR_REF_FC_IN_REGISTER(c0);
     TSR_REF_FC_IN_REGISTER(c1);
 #pragma GCC unroll 4

@@ -77,7 +77,7 @@ typedef T S;
 // (6 KiB) stay in a 32 KiB L1 while the micro-kernel runs; the mc x kc A
 // block (144 KiB) stays in L2 with room for C tiles; the kc x nc B panel
 // lives in L3. Tuning found kc and mc across a wide range within the noise
-// of a shared machine (docs/performance.md, "Measurements behind the code's
+// of a shared machine (docs/performance-log.md, "Measurements behind the code's
 // decisions"); these are the cache-sized middle. -D overrides are for
 // tuning only: kc fixes the summation order, so it is part of the results.
 #ifndef TSR_REF_KC
@@ -535,7 +535,7 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
     for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
     // Eight rows of B per pass over the accumulator: an eighth of the
     // accumulator's loads and stores per multiply-add (more rows per pass
-    // measured faster for the MLP at batch 1: docs/performance.md,
+    // measured faster for the MLP at batch 1: docs/performance-log.md,
     // "Measurements behind the code's decisions").
     int64_t p = 0;
     for (; p + 8 <= mm->k; p += 8) {

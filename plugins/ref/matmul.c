@@ -9,7 +9,7 @@
 // Below this many multiply-adds per item, packing costs more than it saves.
 #define TSR_REF_MATMUL_NAIVE_MAX_MACS 4096
 // Below this many flops in all, a pool hand-off is not worth it: the work is
-// too short on one core (docs/performance.md, "Measurements behind the code's
+// too short on one core (docs/performance-log.md, "Measurements behind the code's
 // decisions").
 #define TSR_REF_MATMUL_PARALLEL_MIN_FLOPS 4000000.0
 // A GEMV reading at least this much of B (256 KiB of float32) is split

@@ -5,7 +5,7 @@
 // on float32 (window2_f32), whose results float32 gives exactly: it reads
 // and writes float32 in place, without a plane staged in double, and in
 // AVX2 where the compiler targets it (pool_window2_avx2.h), which runs the
-// CNN's pools much faster than the portable loops (docs/performance.md,
+// CNN's pools much faster than the portable loops (docs/performance-log.md,
 // "Measurements behind the code's decisions").
 #include "pool.h"
 
@@ -206,7 +206,7 @@ static void forward_planes_run(void *arg, int64_t begin, int64_t end, int32_t th
       // compiler vectorizes the loop over q (4 doubles and their int64
       // indices per AVX2 vector). A per-tap scalar chain of compares and
       // masks, and the generic loop, cost more per output (perf:
-      // docs/performance.md, "Measurements behind the code's decisions").
+      // docs/performance-log.md, "Measurements behind the code's decisions").
       const int64_t is3 = pl->is[3], ow = pl->ow;
       for (int64_t p = 0; p < pl->oh; ++p) {
         const double *r0 = s.plane + 2 * p * W, *r1 = r0 + W;
@@ -244,7 +244,7 @@ static void forward_planes_run(void *arg, int64_t begin, int64_t end, int32_t th
               const double v = s.plane[i];
               // Branch-free: on random data the comparison is a coin toss,
               // and a mispredicted branch per tap cost more than the whole
-              // loop (docs/performance.md, "Measurements behind the code's
+              // loop (docs/performance-log.md, "Measurements behind the code's
               // decisions").
               const int take = (v > best) | ((v != v) & (best == best));
               best = take ? v : best;
@@ -345,7 +345,7 @@ static int backward_plane_window2_f32(const tsr_ref_pool_plan *pl, const float *
     // Rows shorter than a vector of outputs (the CNN's second pool: 5 per
     // row) spend the select loop below in its scalar remainder: zero the
     // plane, then store each dy at its index: faster than the double loop
-    // and the selects in tsr-train's traces (docs/performance.md,
+    // and the selects in tsr-train's traces (docs/performance-log.md,
     // "Measurements behind the code's decisions").
     for (int64_t h = 0; h < pl->h; ++h) memset(dx + h * pl->xs[2], 0, (size_t)W * sizeof(float));
     for (int64_t p = 0; p < pl->oh; ++p) {

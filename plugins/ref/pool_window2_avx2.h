@@ -6,7 +6,7 @@
 // Why: the portable loops vectorize over the windows of a row, 8 at a time,
 // and leave the rest to a scalar remainder; the CNN's rows are 13 and 5
 // windows wide, so most of the work ran in that remainder (measured per
-// output: docs/performance.md, "Measurements behind the code's decisions").
+// output: docs/performance-log.md, "Measurements behind the code's decisions").
 // Here a short row or a row's tail is one more vector step, loaded under a
 // lane mask.
 //

@@ -234,7 +234,7 @@ static void tsr_ref_reduce_segments_run(void *arg, int64_t begin, int64_t end,
 // --- Column path -------------------------------------------------------------
 // A bias gradient sums [N, C] over N: the general path walks each of the C
 // outputs down a column, N strided loads through a function pointer, which is
-// slow (docs/performance.md, "Measurements behind the code's decisions").
+// slow (docs/performance-log.md, "Measurements behind the code's decisions").
 // Here rows of x are
 // added into a chunk of double accumulators, a loop gcc vectorizes. Each
 // output still folds its elements in the same order, in the same segments,

@@ -24,7 +24,7 @@
 // every strided access coalesces as well as its stride allows. All are
 // bandwidth-bound except the libm-heavy unary fns. Loops inside an item
 // have constant trip counts, so they unroll and PoCL vectorises across
-// work-items (PoCL's times against ref's: docs/performance.md,
+// work-items (PoCL's times against ref's: docs/performance-log.md,
 // "Measurements behind the code's decisions").
 //
 // Arithmetic matches ref (plugins/ref): no contraction into FMAs (ref is

@@ -14,7 +14,7 @@
 //                           0 direct, 1 tiled, 2 direct_vec, 3 packed with its
 //                           packing kernels); the others are not compiled
 //                           (the compiler's time per program on PoCL grows
-//                           with the kernels it sees: docs/performance.md,
+//                           with the kernels it sees: docs/performance-log.md,
 //                           "Measurements behind the code's decisions")
 //   -DIDX32=0|1             1 when M, N and K are below 2^31: the
 //                           convolutions' index divisions run in 32 bits
@@ -441,7 +441,7 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct(
 // Each work-item computes RM rows by 8 adjacent columns in one vector per
 // row (RN must be 8): on CPU devices (PoCL) the vector type is what reaches
 // the SIMD units, where the scalar kernels above leave them idle (measured
-// against gemm_direct on PoCL: docs/performance.md, "Measurements behind the
+// against gemm_direct on PoCL: docs/performance-log.md, "Measurements behind the
 // code's decisions"). Matmul operands with unit-stride columns load B as vectors;
 // everything else gathers B's 8 elements one by one.
 #define TSR_CAT_(a, b) a##b
@@ -612,7 +612,7 @@ __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void gemm_direct_vec(
 // and the GEMM itself is one work-item per TM x TN tile, TN / 8 vectors of 8
 // columns per row held in registers, with no index arithmetic in its loop;
 // on PoCL it runs many times faster than the implicit GEMM
-// (docs/performance.md, "Measurements behind the code's decisions"). Work-item
+// (docs/performance-log.md, "Measurements behind the code's decisions"). Work-item
 // ids walk the row tiles fastest, so consecutive tiles share B's panel in
 // the cache. The sum over k is in ascending order, as in the other kernels.
 

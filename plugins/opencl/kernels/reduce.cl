@@ -16,7 +16,7 @@
 // Limited by memory bandwidth (one read of x); the tree costs log2(local)
 // barriers per work-group. Reduced dimensions that do not merge are walked
 // row by row (one division per row, not per element). Measured on PoCL's
-// CPU device: docs/performance.md, "Measurements behind the code's
+// CPU device: docs/performance-log.md, "Measurements behind the code's
 // decisions".
 
 #define RS_KEPT_NDIM 0
