@@ -39,6 +39,8 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/data.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/io.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/ops_more.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/print.h
+  ${PROJECT_SOURCE_DIR}/sdk/include/tessera/shapes.h
   ${PROJECT_SOURCE_DIR}/sdk/include/tessera/dlpack.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
 

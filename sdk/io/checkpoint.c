@@ -15,6 +15,7 @@
 #include "checkpoint_meta.h"
 #include "error.h"
 #include "io_internal.h"
+#include "../optim/optim_internal.h"
 #include "runtime.h"
 #include "tessera/tessera.h"
 
@@ -22,7 +23,9 @@
 #define CKPT_STEP_KEY TSR_CKPT_STEP_KEY
 #define CKPT_LR_KEY TSR_CKPT_LR_KEY
 
-static const char *const ckpt_state_kinds[] = {"momentum_buffer", "exp_avg", "exp_avg_sq"};
+// Every optimizer's state names (SGD, Adam, RMSprop, Adagrad).
+static const char *const ckpt_state_kinds[] = {"momentum_buffer", "exp_avg", "exp_avg_sq",
+                                               "square_avg",      "grad_avg", "sum"};
 
 // One tensor of the model (or optimizer) and the file name it goes under.
 typedef struct ckpt_item {
@@ -111,7 +114,9 @@ static tsr_status metadata_check(const char *what, const char *path, int32_t cou
   }
   for (int32_t i = 0; i < count; ++i) {
     if (keys[i] != NULL &&
-        (strcmp(keys[i], CKPT_STEP_KEY) == 0 || strcmp(keys[i], CKPT_LR_KEY) == 0)) {
+        (strcmp(keys[i], CKPT_STEP_KEY) == 0 || strcmp(keys[i], CKPT_LR_KEY) == 0 ||
+         strcmp(keys[i], TSR_OPTIM_GROUP_LRS_KEY) == 0 ||
+         strcmp(keys[i], TSR_OPTIM_SCHEDULE_KEY) == 0)) {
       return tsr_error_set(TSR_INVALID_ARGUMENT,
                            "%s %s: metadata key '%s' is reserved for the optimizer", what, path,
                            keys[i]);
@@ -131,8 +136,17 @@ tsr_status tsr_checkpoint_save(const char *path, tsr_module *module, tsr_optimiz
   TSR_RETURN_IF_ERROR(metadata_check(what, path, metadata_count, metadata_keys, metadata_values));
   ckpt_list list;
   TSR_RETURN_IF_ERROR(list_build(what, module, optimizer, &list));
+  // Group lrs and the schedule's state, when there are any.
+  char *group_lrs = NULL, *schedule = NULL;
+  if (optimizer != NULL) {
+    tsr_status formatted = tsr_optim_meta_format(optimizer, &group_lrs, &schedule);
+    if (formatted != TSR_OK) {
+      list_free(&list);
+      return formatted;
+    }
+  }
   tsr_named_tensor *named = malloc(sizeof(*named) * (size_t)(list.count ? list.count : 1));
-  int32_t total = metadata_count + (optimizer ? 2 : 0);
+  int32_t total = metadata_count + (optimizer ? 2 : 0) + (group_lrs != NULL) + (schedule != NULL);
   const char **keys = malloc(sizeof(char *) * (size_t)(total ? total : 1));
   const char **values = malloc(sizeof(char *) * (size_t)(total ? total : 1));
   tsr_status status = TSR_OK;
@@ -155,6 +169,15 @@ tsr_status tsr_checkpoint_save(const char *path, tsr_module *module, tsr_optimiz
       values[metadata_count] = step;
       keys[metadata_count + 1] = CKPT_LR_KEY;
       values[metadata_count + 1] = lr;
+      int32_t at = metadata_count + 2;
+      if (group_lrs != NULL) {
+        keys[at] = TSR_OPTIM_GROUP_LRS_KEY;
+        values[at++] = group_lrs;
+      }
+      if (schedule != NULL) {
+        keys[at] = TSR_OPTIM_SCHEDULE_KEY;
+        values[at] = schedule;
+      }
     }
     status = tsr_safetensors_save(path, list.count, named, total, keys, values);
     if (status != TSR_OK)
@@ -163,6 +186,8 @@ tsr_status tsr_checkpoint_save(const char *path, tsr_module *module, tsr_optimiz
   free(named);
   free(keys);
   free(values);
+  free(group_lrs);
+  free(schedule);
   list_free(&list);
   return status;
 }
@@ -259,7 +284,7 @@ static int optimizer_has_state(tsr_optimizer *optimizer, const char *name, tsr_t
 // Every check, and every read from the file, before anything changes.
 static tsr_status load_prepare(const tsr_safetensors *file, tsr_module *module,
                                tsr_optimizer *optimizer, ckpt_list *list, ckpt_list *extra,
-                               int64_t *out_step, double *out_lr) {
+                               int64_t *out_step, double *out_lr, optim_meta *out_meta) {
   const char *path = tsr_safetensors_path(file);
   for (int32_t i = 0; i < list->count; ++i) {
     const ckpt_item *item = &list->items[i];
@@ -322,6 +347,12 @@ static tsr_status load_prepare(const tsr_safetensors *file, tsr_module *module,
                            "checkpoint %s: metadata '%s' is \"%s\", not a learning rate", path,
                            CKPT_LR_KEY, lr);
     }
+    // Absent from older checkpoints: one group, no schedule state.
+    if (tsr_optim_meta_parse(optimizer, tsr_safetensors_metadata(file, TSR_OPTIM_GROUP_LRS_KEY),
+                             tsr_safetensors_metadata(file, TSR_OPTIM_SCHEDULE_KEY),
+                             out_meta) != TSR_OK) {
+      return tsr_error_set(tsr_error_status(), "checkpoint %s: %s", path, tsr_error_message());
+    }
   }
   // Read every tensor onto its device.
   ckpt_list *lists[2] = {list, extra};
@@ -354,8 +385,9 @@ tsr_status tsr_checkpoint_load(const char *path, tsr_module *module, tsr_optimiz
   status = list_build("checkpoint_load", module, optimizer, &list);
   int64_t step = 0;
   double lr = 0;
+  optim_meta meta = {0};
   if (status == TSR_OK) {
-    status = load_prepare(file, module, optimizer, &list, &extra, &step, &lr);
+    status = load_prepare(file, module, optimizer, &list, &extra, &step, &lr, &meta);
   }
   // From here on the model changes.
   int changed = 0;
@@ -376,7 +408,10 @@ tsr_status tsr_checkpoint_load(const char *path, tsr_module *module, tsr_optimiz
     status = tsr_optimizer_step_count_set(optimizer, step);
     if (status == TSR_OK)
       status = tsr_optimizer_lr_set(optimizer, lr);
+    if (status == TSR_OK)
+      tsr_optim_meta_apply(optimizer, &meta);
   }
+  tsr_optim_meta_free(&meta);
   if (status != TSR_OK && changed > 0) {
     tsr_error_set(status, "checkpoint %s: copying failed part way; the model is partly loaded: %s",
                   path, tsr_error_message());

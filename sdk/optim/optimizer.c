@@ -1,4 +1,6 @@
-// Optimizers: SGD (momentum, Nesterov, weight decay), Adam and AdamW.
+// Optimizers: SGD (momentum, Nesterov, weight decay), Adam and AdamW, the
+// creation of RMSprop and Adagrad (their updates are in composite.c), and
+// parameter groups with their own lr and weight decay.
 //
 // Each parameter's update is one fused op (SGD_UPDATE, ADAM_UPDATE) on the
 // parameter's device, run with grad mode off since parameters require grad.
@@ -11,40 +13,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "optim_internal.h"
 #include "runtime.h"
 #include "tessera/tessera.h"
-
-enum { OPTIM_SGD = 0, OPTIM_ADAM = 1 };
-enum { OPTIM_MAX_STATES = 2 };
-
-typedef struct optim_slot {
-  tsr_tensor *param;                    // retained
-  char *name;                           // owned copy
-  char *state_names[OPTIM_MAX_STATES];  // "<name>.<state>", owned
-  tsr_tensor *state[OPTIM_MAX_STATES];  // owned, NULL until created
-} optim_slot;
-
-// An empty tensor (numel 0) per device and dtype, passed as SGD_UPDATE's
-// momentum_buf when momentum is 0.
-typedef struct optim_empty {
-  tsr_device *device;
-  tsr_dtype_t dtype;
-  tsr_tensor *tensor;
-} optim_empty;
-
-struct tsr_optimizer {
-  int32_t kind;
-  int32_t count;
-  int32_t num_state_kinds;  // states per parameter: 0 or 1 (SGD), 2 (Adam)
-  const char *state_kinds[OPTIM_MAX_STATES];
-  tsr_sgd_options sgd;
-  tsr_adam_options adam;
-  double lr;
-  int64_t steps;
-  optim_slot *slots;
-  optim_empty *empties;
-  int32_t num_empties;
-};
 
 // --- options --------------------------------------------------------------------
 
@@ -74,6 +45,25 @@ void tsr_adamw_options_init(tsr_adam_options *options) {
   tsr_adam_options_init(options);
   options->weight_decay = 0.01;
   options->decoupled_weight_decay = 1;
+}
+
+void tsr_rmsprop_options_init(tsr_rmsprop_options *options) {
+  if (options == NULL)
+    return;
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->lr = 1e-2;
+  options->alpha = 0.99;
+  options->eps = 1e-8;
+}
+
+void tsr_adagrad_options_init(tsr_adagrad_options *options) {
+  if (options == NULL)
+    return;
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->lr = 1e-2;
+  options->eps = 1e-10;
 }
 
 // Copies the caller's options over the defaults: fields past its
@@ -146,6 +136,52 @@ static tsr_status adam_options_check(const tsr_adam_options *o) {
   if (o->reserved != 0) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "optim_adam: options->reserved is %u, not 0",
                          (unsigned)o->reserved);
+  }
+  return TSR_OK;
+}
+
+static tsr_status rmsprop_options_check(const tsr_rmsprop_options *o) {
+  const char *bad = NULL;
+  double value = 0;
+  if (!lr_valid(o->lr))
+    bad = "lr", value = o->lr;
+  else if (!(o->alpha >= 0 && o->alpha <= 1))
+    bad = "alpha", value = o->alpha;
+  else if (!(o->eps >= 0 && isfinite(o->eps)))
+    bad = "eps", value = o->eps;
+  else if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
+    bad = "weight_decay", value = o->weight_decay;
+  else if (!(o->momentum >= 0 && isfinite(o->momentum)))
+    bad = "momentum", value = o->momentum;
+  if (bad != NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "optim_rmsprop: options->%s is %g, outside its range", bad, value);
+  }
+  if (o->centered > 1 || o->reserved != 0) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "optim_rmsprop: options->%s is %u, not %s",
+                         o->reserved ? "reserved" : "centered",
+                         (unsigned)(o->reserved ? o->reserved : o->centered),
+                         o->reserved ? "0" : "0 or 1");
+  }
+  return TSR_OK;
+}
+
+static tsr_status adagrad_options_check(const tsr_adagrad_options *o) {
+  const char *bad = NULL;
+  double value = 0;
+  if (!lr_valid(o->lr))
+    bad = "lr", value = o->lr;
+  else if (!(o->lr_decay >= 0 && isfinite(o->lr_decay)))
+    bad = "lr_decay", value = o->lr_decay;
+  else if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
+    bad = "weight_decay", value = o->weight_decay;
+  else if (!(o->initial_accumulator_value >= 0 && isfinite(o->initial_accumulator_value)))
+    bad = "initial_accumulator_value", value = o->initial_accumulator_value;
+  else if (!(o->eps >= 0 && isfinite(o->eps)))
+    bad = "eps", value = o->eps;
+  if (bad != NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "optim_adagrad: options->%s is %g, outside its range", bad, value);
   }
   return TSR_OK;
 }
@@ -235,6 +271,7 @@ void tsr_optimizer_destroy(tsr_optimizer *optimizer) {
     tsr_tensor_release(optimizer->empties[i].tensor);
   }
   free(optimizer->empties);
+  free(optimizer->groups);
   free(optimizer->slots);
   free(optimizer);
 }
@@ -244,13 +281,17 @@ static tsr_optimizer *optimizer_create(const char *what, int32_t kind, int32_t c
   if (params_check(what, count, params, names) != TSR_OK)
     return NULL;
   tsr_optimizer *o = calloc(1, sizeof(*o));
-  if (o == NULL || (o->slots = calloc((size_t)count, sizeof(optim_slot))) == NULL) {
+  if (o == NULL || (o->slots = calloc((size_t)count, sizeof(optim_slot))) == NULL ||
+      (o->groups = calloc(1, sizeof(optim_group))) == NULL) {
+    if (o != NULL)
+      free(o->slots);
     free(o);
     tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for the optimizer", what);
     return NULL;
   }
   o->kind = kind;
   o->count = count;
+  o->num_groups = 1;
   return o;
 }
 
@@ -289,7 +330,7 @@ tsr_optimizer *tsr_optim_sgd(int32_t count, tsr_tensor *const *params, const cha
   if (o == NULL)
     return NULL;
   o->sgd = merged;
-  o->lr = merged.lr;
+  o->groups[0] = (optim_group){merged.lr, merged.weight_decay, merged.lr};
   // Without momentum SGD keeps no state, as torch.optim.SGD.
   if (merged.momentum != 0) {
     o->num_state_kinds = 1;
@@ -310,11 +351,51 @@ tsr_optimizer *tsr_optim_adam(int32_t count, tsr_tensor *const *params, const ch
   if (o == NULL)
     return NULL;
   o->adam = merged;
-  o->lr = merged.lr;
+  o->groups[0] = (optim_group){merged.lr, merged.weight_decay, merged.lr};
   o->num_state_kinds = 2;
   o->state_kinds[0] = "exp_avg";
   o->state_kinds[1] = "exp_avg_sq";
   return optimizer_finish("optim_adam", o, params, names);
+}
+
+tsr_optimizer *tsr_optim_rmsprop(int32_t count, tsr_tensor *const *params,
+                                 const char *const *names, const tsr_rmsprop_options *options) {
+  tsr_rmsprop_options merged;
+  tsr_rmsprop_options_init(&merged);
+  if (options_merge("optim_rmsprop", options, &merged, sizeof(merged)) != TSR_OK ||
+      rmsprop_options_check(&merged) != TSR_OK) {
+    return NULL;
+  }
+  tsr_optimizer *o = optimizer_create("optim_rmsprop", OPTIM_RMSPROP, count, params, names);
+  if (o == NULL)
+    return NULL;
+  o->rmsprop = merged;
+  o->groups[0] = (optim_group){merged.lr, merged.weight_decay, merged.lr};
+  // torch.optim.RMSprop's states, in its order; the update finds them by name.
+  o->state_kinds[o->num_state_kinds++] = "square_avg";
+  if (merged.momentum > 0)
+    o->state_kinds[o->num_state_kinds++] = "momentum_buffer";
+  if (merged.centered)
+    o->state_kinds[o->num_state_kinds++] = "grad_avg";
+  return optimizer_finish("optim_rmsprop", o, params, names);
+}
+
+tsr_optimizer *tsr_optim_adagrad(int32_t count, tsr_tensor *const *params,
+                                 const char *const *names, const tsr_adagrad_options *options) {
+  tsr_adagrad_options merged;
+  tsr_adagrad_options_init(&merged);
+  if (options_merge("optim_adagrad", options, &merged, sizeof(merged)) != TSR_OK ||
+      adagrad_options_check(&merged) != TSR_OK) {
+    return NULL;
+  }
+  tsr_optimizer *o = optimizer_create("optim_adagrad", OPTIM_ADAGRAD, count, params, names);
+  if (o == NULL)
+    return NULL;
+  o->adagrad = merged;
+  o->groups[0] = (optim_group){merged.lr, merged.weight_decay, merged.lr};
+  o->num_state_kinds = 1;
+  o->state_kinds[0] = "sum";
+  return optimizer_finish("optim_adagrad", o, params, names);
 }
 
 // Collects |module|'s parameters and names (borrowed from the module) into
@@ -377,13 +458,182 @@ tsr_optimizer *tsr_optim_adam_for_module(tsr_module *module, const tsr_adam_opti
   return o;
 }
 
+tsr_optimizer *tsr_optim_rmsprop_for_module(tsr_module *module,
+                                            const tsr_rmsprop_options *options) {
+  int32_t count = 0;
+  tsr_tensor **params;
+  const char **names;
+  if (module_params_get("optim_rmsprop_for_module", module, &count, &params, &names) != TSR_OK)
+    return NULL;
+  tsr_optimizer *o = tsr_optim_rmsprop(count, params, names, options);
+  free(params);
+  free(names);
+  return o;
+}
+
+tsr_optimizer *tsr_optim_adagrad_for_module(tsr_module *module,
+                                            const tsr_adagrad_options *options) {
+  int32_t count = 0;
+  tsr_tensor **params;
+  const char **names;
+  if (module_params_get("optim_adagrad_for_module", module, &count, &params, &names) != TSR_OK)
+    return NULL;
+  tsr_optimizer *o = tsr_optim_adagrad(count, params, names, options);
+  free(params);
+  free(names);
+  return o;
+}
+
+// --- parameter groups -------------------------------------------------------------
+
+tsr_status tsr_optimizer_group_add(tsr_optimizer *optimizer, int32_t count,
+                                   tsr_tensor *const *params, const char *const *names, double lr,
+                                   double weight_decay, int32_t *out_group) {
+  const char *what = "optimizer_group_add";
+  if (out_group != NULL)
+    *out_group = -1;
+  if (optimizer == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: optimizer is NULL", what);
+  if (!lr_valid(lr))
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: lr is %g, outside its range", what, lr);
+  if (!(weight_decay >= 0 && isfinite(weight_decay))) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: weight_decay is %g, outside its range", what,
+                         weight_decay);
+  }
+  TSR_RETURN_IF_ERROR(params_check(what, count, params, names));
+  tsr_optimizer *o = optimizer;
+  // No parameter in two groups, no name twice (PyTorch refuses the first).
+  for (int32_t i = 0; i < count; ++i) {
+    for (int32_t j = 0; j < o->count; ++j) {
+      const optim_slot *s = &o->slots[j];
+      if (s->param == params[i] || tsr_tensor_shares_storage(s->param, params[i])) {
+        return tsr_fail(params[i]->device, TSR_INVALID_ARGUMENT,
+                        "%s: params[%d] is already parameter \"%s\" of the optimizer", what, i,
+                        s->name);
+      }
+      char index_name[16];
+      snprintf(index_name, sizeof(index_name), "%d", o->count + i);
+      const char *name = names != NULL ? names[i] : index_name;
+      if (strcmp(s->name, name) == 0) {
+        return tsr_fail(params[i]->device, TSR_INVALID_ARGUMENT,
+                        "%s: the name \"%s\" of params[%d] is taken", what, name, i);
+      }
+    }
+  }
+  optim_group *groups = realloc(o->groups, sizeof(*groups) * (size_t)(o->num_groups + 1));
+  if (groups != NULL)
+    o->groups = groups;
+  optim_slot *slots =
+      groups ? realloc(o->slots, sizeof(*slots) * (size_t)(o->count + count)) : NULL;
+  if (slots == NULL) {
+    return tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for %d parameters",
+                    what, count);
+  }
+  o->slots = slots;
+  memset(slots + o->count, 0, sizeof(*slots) * (size_t)count);
+  int ok = 1;
+  for (int32_t i = 0; i < count && ok; ++i) {
+    optim_slot *s = &slots[o->count + i];
+    char index_name[16];
+    snprintf(index_name, sizeof(index_name), "%d", o->count + i);
+    s->name = string_copy(names != NULL ? names[i] : index_name);
+    ok = s->name != NULL;
+    for (int32_t k = 0; ok && k < o->num_state_kinds; ++k) {
+      s->state_names[k] = string_join(s->name, o->state_kinds[k]);
+      ok = s->state_names[k] != NULL;
+    }
+  }
+  if (!ok) {
+    for (int32_t i = 0; i < count; ++i) {
+      free(slots[o->count + i].name);
+      for (int32_t k = 0; k < OPTIM_MAX_STATES; ++k) free(slots[o->count + i].state_names[k]);
+    }
+    return tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for the names",
+                    what);
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    slots[o->count + i].param = tsr_tensor_retain(params[i]);
+    slots[o->count + i].group = o->num_groups;
+  }
+  o->count += count;
+  // A schedule attached now scales the group from its lr as well.
+  o->groups[o->num_groups] = (optim_group){lr, weight_decay, lr};
+  if (out_group != NULL)
+    *out_group = o->num_groups;
+  ++o->num_groups;
+  return TSR_OK;
+}
+
+int32_t tsr_optimizer_group_count(const tsr_optimizer *optimizer) {
+  if (optimizer == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_group_count: optimizer is NULL");
+    return 0;
+  }
+  return optimizer->num_groups;
+}
+
+double tsr_optimizer_group_lr(const tsr_optimizer *optimizer, int32_t group) {
+  if (optimizer == NULL || group < 0 || group >= optimizer->num_groups) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_group_lr: %s", optimizer == NULL ?
+                  "optimizer is NULL" : "group is out of range");
+    return NAN;
+  }
+  return optimizer->groups[group].lr;
+}
+
+tsr_status tsr_optimizer_group_lr_set(tsr_optimizer *optimizer, int32_t group, double lr) {
+  if (optimizer == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_group_lr_set: optimizer is NULL");
+  if (group < 0 || group >= optimizer->num_groups) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "optimizer_group_lr_set: group is %d, outside [0, %d)", group,
+                         optimizer->num_groups);
+  }
+  if (!lr_valid(lr)) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "optimizer_group_lr_set: lr is %g; it must be finite and >= 0", lr);
+  }
+  optimizer->groups[group].lr = lr;
+  return TSR_OK;
+}
+
+int32_t tsr_optimizer_parameter_count(const tsr_optimizer *optimizer) {
+  if (optimizer == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_parameter_count: optimizer is NULL");
+    return 0;
+  }
+  return optimizer->count;
+}
+
+tsr_status tsr_optimizer_parameter_get(const tsr_optimizer *optimizer, int32_t index,
+                                       const char **out_name, tsr_tensor **out_param) {
+  if (out_name != NULL)
+    *out_name = NULL;
+  if (out_param != NULL)
+    *out_param = NULL;
+  if (optimizer == NULL || out_name == NULL || out_param == NULL) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_parameter_get: %s is NULL",
+                         optimizer == NULL  ? "optimizer"
+                         : out_name == NULL ? "out_name"
+                                            : "out_param");
+  }
+  if (index < 0 || index >= optimizer->count) {
+    return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
+                    "optimizer_parameter_get: index %d is outside [0, %d)", index,
+                    optimizer->count);
+  }
+  *out_name = optimizer->slots[index].name;
+  *out_param = optimizer->slots[index].param;
+  return TSR_OK;
+}
+
 // --- state ----------------------------------------------------------------------
 
-// Creates state |k| of |slot| as zeros. Suspends scopes: the optimizer owns it.
-static tsr_status state_create(optim_slot *slot, int32_t k) {
+// Suspends scopes: the optimizer owns the state.
+tsr_status tsr_optim_state_create(optim_slot *slot, int32_t k, double value) {
   const tsr_tensor *p = slot->param;
   int previous = tsr_scope_suspend();
-  slot->state[k] = tsr_tensor_full(p->device, p->dtype, p->rank, p->sizes, 0.0);
+  slot->state[k] = tsr_tensor_full(p->device, p->dtype, p->rank, p->sizes, value);
   tsr_scope_resume(previous);
   if (slot->state[k] == NULL) {
     return tsr_fail(p->device, tsr_error_status(), "optimizer_step: state %s: %s",
@@ -419,9 +669,10 @@ static tsr_tensor *empty_get(tsr_optimizer *o, const tsr_tensor *param) {
 }
 
 static tsr_status slot_update(tsr_optimizer *o, optim_slot *s, tsr_tensor *grad, int64_t step) {
+  const optim_group *group = &o->groups[s->group];
   if (o->kind == OPTIM_SGD) {
     tsr_sgd_attrs attrs = {
-        sizeof(attrs),   o->lr, o->sgd.momentum, o->sgd.dampening, o->sgd.weight_decay,
+        sizeof(attrs),   group->lr, o->sgd.momentum, o->sgd.dampening, group->weight_decay,
         o->sgd.nesterov, 0};
     tsr_tensor *outputs[2] = {s->param, NULL};
     if (o->num_state_kinds == 1) {
@@ -429,7 +680,7 @@ static tsr_status slot_update(tsr_optimizer *o, optim_slot *s, tsr_tensor *grad,
       // first_step asks the kernel for exactly that. A buffer restored with
       // state_set is continued instead.
       if (s->state[0] == NULL) {
-        TSR_RETURN_IF_ERROR(state_create(s, 0));
+        TSR_RETURN_IF_ERROR(tsr_optim_state_create(s, 0, 0.0));
         attrs.first_step = 1;
       }
       outputs[1] = s->state[0];
@@ -440,16 +691,18 @@ static tsr_status slot_update(tsr_optimizer *o, optim_slot *s, tsr_tensor *grad,
     }
     return tsr_op_run(TSR_OP_SGD_UPDATE, 1, &grad, 2, outputs, &attrs);
   }
+  if (o->kind == OPTIM_RMSPROP || o->kind == OPTIM_ADAGRAD)
+    return tsr_optim_composite_update(o, s, grad, step);
   for (int32_t k = 0; k < 2; ++k) {
     if (s->state[k] == NULL)
-      TSR_RETURN_IF_ERROR(state_create(s, k));
+      TSR_RETURN_IF_ERROR(tsr_optim_state_create(s, k, 0.0));
   }
   tsr_adam_attrs attrs = {sizeof(attrs),
-                          o->lr,
+                          group->lr,
                           o->adam.beta1,
                           o->adam.beta2,
                           o->adam.eps,
-                          o->adam.weight_decay,
+                          group->weight_decay,
                           step,
                           o->adam.decoupled_weight_decay,
                           0};
@@ -504,7 +757,7 @@ double tsr_optimizer_lr(const tsr_optimizer *optimizer) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_lr: optimizer is NULL");
     return NAN;
   }
-  return optimizer->lr;
+  return optimizer->groups[0].lr;
 }
 
 tsr_status tsr_optimizer_lr_set(tsr_optimizer *optimizer, double lr) {
@@ -515,7 +768,7 @@ tsr_status tsr_optimizer_lr_set(tsr_optimizer *optimizer, double lr) {
     return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
                     "optimizer_lr_set: lr is %g; it must be finite and >= 0", lr);
   }
-  optimizer->lr = lr;
+  for (int32_t g = 0; g < optimizer->num_groups; ++g) optimizer->groups[g].lr = lr;
   return TSR_OK;
 }
 
@@ -600,12 +853,16 @@ tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name, t
   }
   tsr_device *device = optimizer->slots[0].param->device;
   if (s == NULL) {
+    static const char *const hints[] = {
+        "SGD's states are \"<param>.momentum_buffer\"",
+        "Adam's states are \"<param>.exp_avg\" and \"<param>.exp_avg_sq\"",
+        "RMSprop's states are \"<param>.square_avg\", \"<param>.momentum_buffer\" (momentum) "
+        "and \"<param>.grad_avg\" (centered)",
+        "Adagrad's state is \"<param>.sum\""};
     return tsr_fail(device, TSR_NOT_FOUND,
                     "optimizer_state_set: no state \"%s\" in this optimizer (%s)", name,
                     optimizer->num_state_kinds == 0 ? "SGD with momentum 0 keeps no state"
-                    : optimizer->kind == OPTIM_SGD
-                        ? "SGD's states are \"<param>.momentum_buffer\""
-                        : "Adam's states are \"<param>.exp_avg\" and \"<param>.exp_avg_sq\"");
+                                                    : hints[optimizer->kind]);
   }
   const tsr_tensor *p = s->param;
   device = p->device;

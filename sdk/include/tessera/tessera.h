@@ -207,5 +207,7 @@ static inline tsr_tensor *tsr_gelu(tsr_tensor *x) { return tsr_unary(x, TSR_UNAR
 #include "tessera/io.h"
 // PyTorch-style functions over the ops above: stack, split, var, norm, ...
 #include "tessera/ops_more.h"
+// Looking at tensors (tsr_tensor_format, tsr_tensor_print) and TSR_SHAPE / TSR_AXES.
+#include "tessera/print.h"
 
 #endif  // TESSERA_TESSERA_H_
