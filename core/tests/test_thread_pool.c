@@ -574,13 +574,15 @@ static void test_back_to_back_jobs_find_the_worker_awake(void **state) {
   long before = voluntary_switches(tid);
   double warm = empty_job_median_us(pool, RUNS, 0, &p99);
   long warm_sleeps = voluntary_switches(tid) - before;
-  // A gap longer than the spin window puts the worker to sleep in the kernel.
+  // A gap far longer than the spin window puts the worker to sleep in the
+  // kernel (1 ms: on a loaded machine the worker may not even run in a short
+  // gap, and then it cannot go to sleep in it).
   before = voluntary_switches(tid);
-  double cold = empty_job_median_us(pool, COLD_RUNS, 200, &cold_p99);
+  double cold = empty_job_median_us(pool, COLD_RUNS, 1000, &cold_p99);
   long cold_sleeps = voluntary_switches(tid) - before;
   print_message(
       "empty parallel_for over 2 threads: back to back median %.2f us (p99 %.2f), "
-      "worker slept %ld times in %d jobs; after 200 us idle median %.2f us "
+      "worker slept %ld times in %d jobs; after 1 ms idle median %.2f us "
       "(p99 %.2f), worker slept %ld times in %d jobs\n",
       warm, p99, warm_sleeps, RUNS, cold, cold_p99, cold_sleeps, COLD_RUNS);
   // Back to back, the worker must still be spinning when the next job comes:
@@ -589,12 +591,13 @@ static void test_back_to_back_jobs_find_the_worker_awake(void **state) {
   // one core and then every job costs a context switch either way.
   if (warm_sleeps > RUNS / 10)
     fail_msg("worker slept %ld times in %d back-to-back jobs", warm_sleeps, RUNS);
-  // After an idle gap it must have slept (passive waiting), once per job.
-  if (cold_sleeps < COLD_RUNS / 2)
+  // After idle gaps it must sleep (passive waiting): a pool that spins
+  // forever never does. Not once per gap: the scheduler decides when the
+  // worker runs, and no outcome here may depend on how busy the machine is.
+  // (A pool that polls with short sleeps fails the back-to-back check above:
+  // each of its sleeps is a voluntary switch.)
+  if (cold_sleeps < COLD_RUNS / 10)
     fail_msg("worker slept only %ld times in %d idle gaps", cold_sleeps, COLD_RUNS);
-  // Fails a pool that polls with sleeps of a scheduler tick or more.
-  if (warm > 200.0)
-    fail_msg("back-to-back median %.2f us", warm);
   tsr_thread_pool_destroy(pool);
 }
 

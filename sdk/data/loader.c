@@ -18,8 +18,7 @@ enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_READY = 2, SLOT_TAKEN = 3 };
 enum { LOADER_SLOTS = 2 };  // double buffering
 
 typedef struct loader_slot {
-  float *features;  // [capacity rows, numel]
-  int64_t *labels;  // [capacity rows]
+  uint8_t *fields[TSR_DATASET_MAX_FIELDS];  // [capacity rows, field's example]
   int64_t epoch, position, rows;
   int state;
   tsr_status status;  // of the fill
@@ -32,8 +31,13 @@ struct tsr_loader {
   int64_t batch_size, count, batch_count, numel, capacity_rows;
   uint64_t seed;
   int shuffle, drop_last, prefetch;
-  int32_t batch_rank;
-  int64_t batch_sizes[TSR_MAX_RANK];
+  // One example of each field as a batch holds it (after the transforms).
+  int32_t field_count;
+  tsr_dataset_field fields[TSR_DATASET_MAX_FIELDS];
+  // Where the filling thread reads an example and transforms it.
+  uint8_t *scratch[2][TSR_DATASET_MAX_FIELDS];
+  tsr_loader_transform *transforms;
+  uint32_t transform_count;
   // The caller's cursor: the next batch tsr_loader_next returns.
   int64_t epoch, position;
   // The permutation of perm_epoch, touched only by whoever fills (the
@@ -111,8 +115,25 @@ static tsr_status batch_fill(tsr_loader *loader, loader_slot *slot, int64_t epoc
   slot->status = TSR_OK;
   slot->message[0] = '\0';
   for (int64_t r = 0; r < rows; ++r) {
-    tsr_status status = tsr_dataset_get(loader->dataset, loader->perm[first + r],
-                                        slot->features + r * loader->numel, slot->labels + r);
+    int64_t index = loader->perm[first + r];
+    void *example[TSR_DATASET_MAX_FIELDS];
+    float *current[TSR_DATASET_MAX_FIELDS], *spare[TSR_DATASET_MAX_FIELDS];
+    for (int32_t f = 0; f < loader->field_count; ++f) {
+      example[f] = loader->transform_count ? (void *)loader->scratch[0][f]
+                                           : (void *)(slot->fields[f] +
+                                                      (size_t)r * loader->fields[f].example_bytes);
+      current[f] = (float *)(void *)loader->scratch[0][f];
+      spare[f] = (float *)(void *)loader->scratch[1][f];
+    }
+    tsr_status status = tsr_dataset_example_read(loader->dataset, index, example);
+    if (status == TSR_OK && loader->transform_count) {
+      tsr_transforms_apply(loader->transforms, loader->transform_count, loader->seed, epoch, index,
+                           current, spare);
+      for (int32_t f = 0; f < loader->field_count; ++f) {
+        size_t bytes = loader->fields[f].example_bytes;
+        memcpy(slot->fields[f] + (size_t)r * bytes, current[f], bytes);
+      }
+    }
     if (status != TSR_OK) {
       slot->status = status;
       snprintf(slot->message, sizeof(slot->message), "batch %lld of epoch %lld: %s",
@@ -243,16 +264,31 @@ tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
                          what, (long long)o.batch_size, (long long)dataset->count);
   }
   int64_t capacity_rows = o.batch_size < dataset->count ? o.batch_size : dataset->count;
-  if (dataset->numel > 0 &&
-      capacity_rows > (int64_t)(SIZE_MAX / sizeof(float) / 2) / dataset->numel) {
-    return tsr_error_set(TSR_INVALID_ARGUMENT,
-                         "%s: batch_size %lld of %lld-element examples is "
-                         "too large",
-                         what, (long long)o.batch_size, (long long)dataset->numel);
-  }
   tsr_loader *loader = calloc(1, sizeof(*loader));
   if (loader == NULL)
     return tsr_error_set(TSR_OUT_OF_MEMORY, "%s: cannot allocate", what);
+  loader->field_count = tsr_dataset_field_count(dataset);
+  for (int32_t f = 0; f < loader->field_count; ++f)
+    tsr_dataset_field_describe(dataset, f, &loader->fields[f]);
+  size_t scratch_bytes[TSR_DATASET_MAX_FIELDS];
+  tsr_status prepared =
+      tsr_transforms_prepare(o.transforms, o.transform_count, loader->field_count, loader->fields,
+                             scratch_bytes, &loader->transforms);
+  if (prepared != TSR_OK) {
+    free(loader);
+    return prepared;
+  }
+  loader->transform_count = loader->transforms ? o.transform_count : 0;
+  for (int32_t f = 0; f < loader->field_count; ++f) {
+    size_t bytes = loader->fields[f].example_bytes;
+    if (bytes > 0 && (uint64_t)capacity_rows > (SIZE_MAX / 2) / bytes) {
+      tsr_transforms_free(loader->transforms, loader->transform_count);
+      free(loader);
+      return tsr_error_set(TSR_INVALID_ARGUMENT,
+                           "%s: batch_size %lld of %zu-byte examples (field %d) is too large",
+                           what, (long long)o.batch_size, bytes, f);
+    }
+  }
   loader->dataset = dataset;
   loader->device = device;
   loader->batch_size = o.batch_size;
@@ -264,18 +300,23 @@ tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
   loader->shuffle = o.shuffle != 0;
   loader->drop_last = o.drop_last != 0;
   loader->prefetch = o.prefetch != 0;
-  loader->batch_rank = dataset->rank + 1;
-  for (int32_t d = 0; d < dataset->rank; ++d) loader->batch_sizes[d + 1] = dataset->sizes[d];
   loader->perm_epoch = -1;
   // Every buffer is allocated here: drawing a batch allocates no host memory.
   loader->perm = malloc((size_t)loader->count * sizeof(int64_t));
   int ok = loader->perm != NULL;
   int slots = loader->prefetch ? LOADER_SLOTS : 1;
   for (int s = 0; s < slots && ok; ++s) {
-    size_t floats = (size_t)capacity_rows * (size_t)loader->numel;
-    loader->slots[s].features = malloc((floats > 0 ? floats : 1) * sizeof(float));
-    loader->slots[s].labels = malloc((size_t)capacity_rows * sizeof(int64_t));
-    ok = loader->slots[s].features != NULL && loader->slots[s].labels != NULL;
+    for (int32_t f = 0; f < loader->field_count && ok; ++f) {
+      size_t bytes = (size_t)capacity_rows * loader->fields[f].example_bytes;
+      loader->slots[s].fields[f] = malloc(bytes > 0 ? bytes : 1);
+      ok = loader->slots[s].fields[f] != NULL;
+    }
+  }
+  for (int32_t f = 0; f < loader->field_count && ok && loader->transform_count; ++f) {
+    for (int k = 0; k < 2 && ok; ++k) {
+      loader->scratch[k][f] = malloc(scratch_bytes[f] > 0 ? scratch_bytes[f] : 1);
+      ok = loader->scratch[k][f] != NULL;
+    }
   }
   if (!ok) {
     tsr_loader_destroy(loader);
@@ -318,35 +359,46 @@ void tsr_loader_destroy(tsr_loader *loader) {
     pthread_cond_destroy(&loader->cond);
     pthread_mutex_destroy(&loader->mutex);
   }
-  for (int s = 0; s < LOADER_SLOTS; ++s) {
-    free(loader->slots[s].features);
-    free(loader->slots[s].labels);
+  for (int32_t f = 0; f < TSR_DATASET_MAX_FIELDS; ++f) {
+    for (int s = 0; s < LOADER_SLOTS; ++s) free(loader->slots[s].fields[f]);
+    free(loader->scratch[0][f]);
+    free(loader->scratch[1][f]);
   }
+  tsr_transforms_free(loader->transforms, loader->transform_count);
   free(loader->perm);
   free(loader);
 }
 
-// Turns the host batch in |slot| into new tensors on the caller's thread.
-static tsr_status batch_upload(tsr_loader *loader, const loader_slot *slot,
-                               tsr_tensor **out_features, tsr_tensor **out_labels) {
-  int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, loader->batch_sizes, sizeof(sizes));
-  sizes[0] = slot->rows;
-  tsr_tensor *features =
-      tsr_tensor_from_host(loader->device, TSR_FLOAT32, loader->batch_rank, sizes, slot->features);
-  if (features == NULL)
-    return tsr_error_prefix("loader_next: features");
-  tsr_tensor *labels = tsr_tensor_from_host(loader->device, TSR_INT64, 1, sizes, slot->labels);
-  if (labels == NULL) {
-    tsr_status status = tsr_error_prefix("loader_next: labels");
-    tsr_tensor_release(features);
-    tsr_error_set(status, "%s", tsr_error_message());
-    return status;
+// Turns the host batch in |slot| into |count| new tensors on the caller's
+// thread; on failure none is returned.
+static tsr_status batch_upload(tsr_loader *loader, const loader_slot *slot, int32_t count,
+                               tsr_tensor **out) {
+  for (int32_t f = 0; f < count; ++f) {
+    const tsr_dataset_field *field = &loader->fields[f];
+    int64_t sizes[TSR_MAX_RANK];
+    sizes[0] = slot->rows;
+    for (int32_t d = 0; d < field->rank; ++d) sizes[d + 1] = field->sizes[d];
+    out[f] = tsr_tensor_from_host(loader->device, field->dtype, field->rank + 1, sizes,
+                                  slot->fields[f]);
+    if (out[f] == NULL) {
+      tsr_status status = tsr_error_prefix(count == 2 && f == 0   ? "loader_next: features"
+                                           : count == 2 && f == 1 ? "loader_next: labels"
+                                                                  : "loader_next_fields: a field");
+      char message[768];
+      snprintf(message, sizeof(message), "%s", tsr_error_message());
+      for (int32_t g = 0; g < f; ++g) {
+        tsr_tensor_release(out[g]);
+        out[g] = NULL;
+      }
+      tsr_error_set(status, "%s", message);
+      return status;
+    }
   }
-  *out_features = features;
-  *out_labels = labels;
   return TSR_OK;
 }
+
+static tsr_status loader_take(tsr_loader *loader, const char *what, int32_t count,
+                              tsr_tensor **out);
 
 tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features, tsr_tensor **out_labels) {
   const char *what = "loader_next";
@@ -361,6 +413,36 @@ tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features, tsr_te
   }
   if (out_labels == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: out_labels is NULL", what);
+  if (loader->field_count != 2) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "%s: the dataset has %d fields; draw it with tsr_loader_next_fields", what,
+                         loader->field_count);
+  }
+  tsr_tensor *out[2] = {NULL, NULL};
+  TSR_RETURN_IF_ERROR(loader_take(loader, what, 2, out));
+  *out_features = out[0];
+  *out_labels = out[1];
+  return TSR_OK;
+}
+
+tsr_status tsr_loader_next_fields(tsr_loader *loader, int32_t count, tsr_tensor **out_tensors) {
+  const char *what = "loader_next_fields";
+  if (loader == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: loader is NULL", what);
+  if (out_tensors == NULL)
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: out_tensors is NULL", what);
+  if (count != loader->field_count) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: count is %d; the dataset has %d fields", what,
+                         count, loader->field_count);
+  }
+  for (int32_t f = 0; f < count; ++f) out_tensors[f] = NULL;
+  return loader_take(loader, what, count, out_tensors);
+}
+
+// The next batch into |out| (|count| fields), or TSR_NOT_FOUND at the end
+// of an epoch.
+static tsr_status loader_take(tsr_loader *loader, const char *what, int32_t count,
+                              tsr_tensor **out) {
   if (loader->position >= loader->batch_count) {
     // The producer has already moved on to the next epoch's first batch.
     ++loader->epoch;
@@ -373,7 +455,7 @@ tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features, tsr_te
     tsr_status status = batch_fill(loader, slot, loader->epoch, loader->position);
     if (status != TSR_OK)
       return tsr_error_set(status, "%s: %s", what, slot->message);
-    TSR_RETURN_IF_ERROR(batch_upload(loader, slot, out_features, out_labels));
+    TSR_RETURN_IF_ERROR(batch_upload(loader, slot, count, out));
     ++loader->position;
     return TSR_OK;
   }
@@ -396,7 +478,7 @@ tsr_status tsr_loader_next(tsr_loader *loader, tsr_tensor **out_features, tsr_te
   } else if (slot->status != TSR_OK) {
     status = tsr_error_set(slot->status, "%s: %s", what, slot->message);
   } else {
-    status = batch_upload(loader, slot, out_features, out_labels);
+    status = batch_upload(loader, slot, count, out);
   }
   if (status != TSR_OK) {
     // The batch is not consumed: the next call prepares it again.

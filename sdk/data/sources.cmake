@@ -3,4 +3,5 @@ list(APPEND TSR_SDK_SOURCES
   data/idx_parse.c
   data/idx.c
   data/dataset.c
-  data/loader.c)
+  data/loader.c
+  data/transform.c)

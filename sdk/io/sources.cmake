@@ -6,4 +6,6 @@ list(APPEND TSR_SDK_SOURCES
   io/checkpoint.c
   io/checkpoint_meta.c
   io/dlpack.c
-  io/dlpack_layout.c)
+  io/dlpack_layout.c
+  io/npy_parse.c
+  io/npy.c)

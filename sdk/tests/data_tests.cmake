@@ -17,3 +17,6 @@ foreach(_tsr_hostile test_data_ref test_data_onednn)
     set_property(TEST ${_tsr_hostile} APPEND PROPERTY LABELS hostile)
   endif()
 endforeach()
+
+# Datasets of several fields from tensors, and the loader's transforms.
+tsr_sdk_device_test(test_datasets_more SOURCES test_datasets_more.c)

@@ -25,3 +25,13 @@ foreach(_tsr_hostile test_io_ref test_io_onednn)
     set_property(TEST ${_tsr_hostile} APPEND PROPERTY LABELS hostile)
   endif()
 endforeach()
+
+# NumPy .npy and .npz (the test writes deflated archives with zlib).
+find_package(ZLIB REQUIRED)
+tsr_sdk_device_test(test_npy SOURCES test_npy.c)
+foreach(_tsr_npy_test test_npy_ref test_npy_onednn)
+  if(TARGET ${_tsr_npy_test})
+    target_link_libraries(${_tsr_npy_test} PRIVATE ZLIB::ZLIB)
+    set_property(TEST ${_tsr_npy_test} APPEND PROPERTY LABELS hostile)
+  endif()
+endforeach()

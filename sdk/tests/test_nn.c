@@ -20,36 +20,14 @@
 
 #include "tessera/tessera.h"
 #include "test_support.h"
+#include "device_fixture.h"
 
-#ifndef TSR_TEST_PLUGIN_PATH
-#error "TSR_TEST_PLUGIN_PATH must name the plugin under test"
-#endif
-#ifndef TSR_TEST_DEVICE
-#error "TSR_TEST_DEVICE must name the device under test"
-#endif
 
-static tsr_context *g_context;
-static tsr_device *g_device;
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int group_setup(void **state) {
-  (void)state;
-  if (ts_device_open(TSR_TEST_PLUGIN_PATH, TSR_TEST_DEVICE, &g_context, &g_device) != 0)
-    return -1;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  tsr_context_destroy(g_context);
-  g_context = NULL;
-  g_device = NULL;
-  return 0;
-}
-
 // Each test starts from a known seed and a clean error state.
-static int test_setup(void **state) {
+static int seeded_test_setup(void **state) {
   (void)state;
   if (tsr_context_seed_set(g_context, 1234) != TSR_OK) return -1;
   tsr_context_error_clear(g_context);
@@ -1483,30 +1461,30 @@ static void test_mlp_same_losses_on_ref_and_device(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_linear_matches_hand_computation_and_gradients, test_setup),
-      cmocka_unit_test_setup(test_linear_default_init_is_pytorch_bound_and_seeded, test_setup),
-      cmocka_unit_test_setup(test_conv2d_one_channel_3x3_by_hand, test_setup),
+      cmocka_unit_test_setup(test_linear_matches_hand_computation_and_gradients, seeded_test_setup),
+      cmocka_unit_test_setup(test_linear_default_init_is_pytorch_bound_and_seeded, seeded_test_setup),
+      cmocka_unit_test_setup(test_conv2d_one_channel_3x3_by_hand, seeded_test_setup),
       cmocka_unit_test_setup(test_batch_norm2d_train_updates_running_stats_and_eval_uses_them,
-                             test_setup),
-      cmocka_unit_test_setup(test_layer_norm_normalises_last_axes, test_setup),
-      cmocka_unit_test_setup(test_dropout_train_zeroes_about_p_and_scales_survivors, test_setup),
-      cmocka_unit_test_setup(test_embedding_looks_up_rows_of_any_index_shape, test_setup),
-      cmocka_unit_test_setup(test_pools_match_pytorch_defaults, test_setup),
-      cmocka_unit_test_setup(test_activations_softmax_and_flatten, test_setup),
-      cmocka_unit_test_setup(test_sequential_names_parameters_as_pytorch_state_dict, test_setup),
+                             seeded_test_setup),
+      cmocka_unit_test_setup(test_layer_norm_normalises_last_axes, seeded_test_setup),
+      cmocka_unit_test_setup(test_dropout_train_zeroes_about_p_and_scales_survivors, seeded_test_setup),
+      cmocka_unit_test_setup(test_embedding_looks_up_rows_of_any_index_shape, seeded_test_setup),
+      cmocka_unit_test_setup(test_pools_match_pytorch_defaults, seeded_test_setup),
+      cmocka_unit_test_setup(test_activations_softmax_and_flatten, seeded_test_setup),
+      cmocka_unit_test_setup(test_sequential_names_parameters_as_pytorch_state_dict, seeded_test_setup),
       cmocka_unit_test_setup(test_sequential_fuses_and_swaps_relu_with_the_same_bits,
-                             test_setup),
-      cmocka_unit_test_setup(test_train_set_reaches_children, test_setup),
-      cmocka_unit_test_setup(test_modules_and_scopes, test_setup),
-      cmocka_unit_test_setup(test_initialisers_match_pytorch_formulas, test_setup),
-      cmocka_unit_test_setup(test_init_gain_values, test_setup),
-      cmocka_unit_test_setup(test_mse_loss_values_and_gradients, test_setup),
-      cmocka_unit_test_setup(test_mse_loss_gradcheck_every_reduction, test_setup),
-      cmocka_unit_test_setup(test_linear_gradcheck_wrt_input, test_setup),
-      cmocka_unit_test_setup(test_cross_entropy_values, test_setup),
-      cmocka_unit_test_setup(test_bad_input_is_refused_with_the_layer_and_sizes, test_setup),
-      cmocka_unit_test_setup(test_mlp_learns_two_blobs_with_sgd, test_setup),
-      cmocka_unit_test_setup(test_mlp_same_losses_on_ref_and_device, test_setup),
+                             seeded_test_setup),
+      cmocka_unit_test_setup(test_train_set_reaches_children, seeded_test_setup),
+      cmocka_unit_test_setup(test_modules_and_scopes, seeded_test_setup),
+      cmocka_unit_test_setup(test_initialisers_match_pytorch_formulas, seeded_test_setup),
+      cmocka_unit_test_setup(test_init_gain_values, seeded_test_setup),
+      cmocka_unit_test_setup(test_mse_loss_values_and_gradients, seeded_test_setup),
+      cmocka_unit_test_setup(test_mse_loss_gradcheck_every_reduction, seeded_test_setup),
+      cmocka_unit_test_setup(test_linear_gradcheck_wrt_input, seeded_test_setup),
+      cmocka_unit_test_setup(test_cross_entropy_values, seeded_test_setup),
+      cmocka_unit_test_setup(test_bad_input_is_refused_with_the_layer_and_sizes, seeded_test_setup),
+      cmocka_unit_test_setup(test_mlp_learns_two_blobs_with_sgd, seeded_test_setup),
+      cmocka_unit_test_setup(test_mlp_same_losses_on_ref_and_device, seeded_test_setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

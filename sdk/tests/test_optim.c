@@ -22,31 +22,9 @@
 
 #include "tessera/tessera.h"
 #include "test_support.h"
+#include "device_fixture.h"
 
-#ifndef TSR_TEST_PLUGIN_PATH
-#error "TSR_TEST_PLUGIN_PATH must name the plugin under test"
-#endif
-#ifndef TSR_TEST_DEVICE
-#error "TSR_TEST_DEVICE must name the device under test"
-#endif
 
-static tsr_context *g_context;
-static tsr_device *g_device;
-
-static int group_setup(void **state) {
-  (void)state;
-  if (ts_device_open(TSR_TEST_PLUGIN_PATH, TSR_TEST_DEVICE, &g_context, &g_device) != 0)
-    return -1;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  tsr_context_destroy(g_context);
-  g_context = NULL;
-  g_device = NULL;
-  return 0;
-}
 
 // --- helpers ----------------------------------------------------------------------
 

@@ -48,16 +48,8 @@ static inline int ts_device_open(const char *plugin_path, const char *device,
   return 0;
 }
 
-static inline const char *ts_dtype_name(tsr_dtype_t dtype) {
-  switch (dtype) {
-    case TSR_FLOAT32: return "float32";
-    case TSR_FLOAT64: return "float64";
-    case TSR_INT32: return "int32";
-    case TSR_INT64: return "int64";
-    case TSR_BOOL: return "bool";
-    default: return "?";
-  }
-}
+// The library's dtype names, for test messages.
+static inline const char *ts_dtype_name(tsr_dtype_t dtype) { return tsr_dtype_name(dtype); }
 
 // --- host data ----------------------------------------------------------------
 

@@ -50,10 +50,37 @@ TSR_API tsr_tensor *tsr_safetensors_tensor(const tsr_safetensors *file, const ch
 // The metadata value of |key|, or NULL. Owned by |file|.
 TSR_API const char *tsr_safetensors_metadata(const tsr_safetensors *file, const char *key);
 
+// NumPy files (format 1.0, 2.0, 3.0; C order; little-endian <f2 <f4 <f8 <i4
+// <i8 and |b1 |u1, with |u1 widened to int32). Fortran-ordered arrays,
+// other dtypes, truncated or lying headers, FIFOs are refused with a message
+// naming the file.
+// Loads the .npy at |path| into a new tensor on |device| (caller's
+// reference). Thread-safe.
+TSR_API TSR_MUST_USE tsr_status tsr_npy_load(const char *path, tsr_device *device,
+                                             tsr_tensor **out_tensor);
+typedef struct tsr_npz tsr_npz;
+// Opens an .npz (members stored or deflated; each inflated to no more than
+// its declared size, CRC-checked and parsed) into memory. Owned by the
+// caller (tsr_npz_close). Thread-safe.
+TSR_API TSR_MUST_USE tsr_status tsr_npz_open(const char *path, tsr_npz **out_file);
+// Frees |file|; NULL is ignored. Not thread-safe against other uses of |file|.
+TSR_API void tsr_npz_close(tsr_npz *file);
+// The number of arrays in |file|. Thread-safe.
+TSR_API int32_t tsr_npz_entry_count(const tsr_npz *file);
+// Array |index| in archive order: its name (".npy" removed), dtype and
+// sizes, owned by |file|. Thread-safe.
+TSR_API TSR_MUST_USE tsr_status tsr_npz_entry_get(const tsr_npz *file, int32_t index,
+                                                  const char **out_name, tsr_dtype_t *out_dtype,
+                                                  int32_t *out_rank, const int64_t **out_sizes);
+// A new tensor on |device| with the values of array |name| (caller's
+// reference), or NULL (TSR_NOT_FOUND when absent). Thread-safe.
+TSR_API tsr_tensor *tsr_npz_tensor(const tsr_npz *file, const char *name, tsr_device *device);
+
 // Checkpoints: a module's parameters and buffers under their names, the
-// optimizer's state under "optim.<state name>" with its step count and lr in
-// the metadata ("optim.step", "optim.lr"), plus the caller's metadata pairs
-// (epoch, RNG offset, ...). |optimizer| may be NULL.
+// optimizer's state under "optim.<state name>" with its step count, lr, each
+// parameter group's lr and its schedule's state in the metadata
+// ("optim.step", "optim.lr", "optim.group_lrs", "optim.schedule"), plus the
+// caller's metadata pairs (epoch, RNG offset, ...). |optimizer| may be NULL.
 TSR_API TSR_MUST_USE tsr_status tsr_checkpoint_save(const char *path, tsr_module *module,
                                        tsr_optimizer *optimizer, int32_t metadata_count,
                                        const char *const *metadata_keys,
