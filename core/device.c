@@ -34,7 +34,7 @@ tsr_status tsr_device_create(tsr_context *context, tsr_plugin *plugin, int32_t i
   if (device->props.struct_size > sizeof(device->props)) {
     device->props.struct_size = sizeof(device->props);
   }
-  tsr_plan_cache_init(&device->plan_cache);
+  if (status == TSR_OK) status = tsr_plan_cache_init(&device->plan_cache);
   if (status == TSR_OK) status = tsr_stream_create_internal(device, 0, &device->default_stream);
   if (status != TSR_OK) {
     tsr_plan_cache_destroy(&device->plan_cache, NULL);

@@ -87,15 +87,22 @@ void tsr_plan_key_finish(tsr_plan_key *key, uint32_t n, const void *attrs) {
   key->hash = key_hash(w, n);
 }
 
-void tsr_plan_cache_init(tsr_plan_cache *cache) {
+tsr_status tsr_plan_cache_init(tsr_plan_cache *cache) {
+  cache->slots = calloc(TSR_PLAN_CACHE_SLOTS, sizeof(*cache->slots));
+  if (cache->slots == NULL)
+    return tsr_error_set(TSR_OUT_OF_MEMORY, "plan cache: no memory for %d slots",
+                         TSR_PLAN_CACHE_SLOTS);
   for (size_t i = 0; i < TSR_PLAN_CACHE_SLOTS; ++i) atomic_init(&cache->slots[i], NULL);
   atomic_init(&cache->hits, 0);
   atomic_init(&cache->misses, 0);
   atomic_init(&cache->entries, 0);
   pthread_mutex_init(&cache->insert_lock, NULL);
+  return TSR_OK;
 }
 
 void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plugin_plan *)) {
+  if (cache->slots == NULL)
+    return;  // never initialised, or destroyed already
   for (size_t i = 0; i < TSR_PLAN_CACHE_SLOTS; ++i) {
     tsr_plan_entry *e = atomic_load_explicit(&cache->slots[i], memory_order_relaxed);
     if (e == NULL) continue;
@@ -106,6 +113,8 @@ void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plu
   }
   atomic_store(&cache->entries, 0);
   pthread_mutex_destroy(&cache->insert_lock);
+  free(cache->slots);
+  cache->slots = NULL;
 }
 
 // An inline loop, not memcmp: keys are 10-30 words, and a hash match is

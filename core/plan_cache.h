@@ -33,7 +33,9 @@ typedef struct tsr_plan_entry {
 } tsr_plan_entry;
 
 typedef struct tsr_plan_cache {
-  _Atomic(tsr_plan_entry *) slots[TSR_PLAN_CACHE_SLOTS];
+  // TSR_PLAN_CACHE_SLOTS entries (64 KiB), on the heap so that a retired
+  // device (device.h) keeps only a small record once its cache is destroyed.
+  _Atomic(tsr_plan_entry *) *slots;
   atomic_uint_fast64_t hits;
   atomic_uint_fast64_t misses;
   atomic_uint_fast64_t entries;
@@ -68,7 +70,9 @@ static inline uint64_t tsr_plan_key_operand_word(const tsr_tensor_desc *d) {
 // its length and hash. Thread-safe.
 void tsr_plan_key_finish(tsr_plan_key *key, uint32_t n, const void *attrs);
 
-void tsr_plan_cache_init(tsr_plan_cache *cache);
+// Allocates the slots and clears the counters; TSR_OUT_OF_MEMORY when the
+// slots cannot be had. Not thread-safe.
+tsr_status tsr_plan_cache_init(tsr_plan_cache *cache);
 // Destroys every plan through |destroy| and frees the entries. Not thread-safe.
 void tsr_plan_cache_destroy(tsr_plan_cache *cache, tsr_status (*destroy)(tsr_plugin_plan *));
 // The entry for |key| or NULL. Lock-free; thread-safe.

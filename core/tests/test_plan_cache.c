@@ -463,11 +463,11 @@ static void test_plan_key_holds_the_largest_signature(void **state) {
   for (int i = 0; i < 8; ++i) assert_true(guarded.canary[i] == 0x5a5a5a5a5a5a5a5aull);
 }
 
-// A cache on the heap (it is ~64 KiB) with its stats zeroed.
+// A cache on the heap with its stats zeroed.
 static tsr_plan_cache *cache_new(void) {
   tsr_plan_cache *cache = malloc(sizeof(*cache));
   assert_non_null(cache);
-  tsr_plan_cache_init(cache);
+  assert_int_equal(tsr_plan_cache_init(cache), TSR_OK);
   return cache;
 }
 
