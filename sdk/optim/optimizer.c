@@ -856,8 +856,8 @@ tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name, t
     static const char *const hints[] = {
         "SGD's states are \"<param>.momentum_buffer\"",
         "Adam's states are \"<param>.exp_avg\" and \"<param>.exp_avg_sq\"",
-        "RMSprop's states are \"<param>.square_avg\", \"<param>.momentum_buffer\" (momentum) "
-        "and \"<param>.grad_avg\" (centered)",
+        ("RMSprop's states are \"<param>.square_avg\", \"<param>.momentum_buffer\" "
+         "(momentum) and \"<param>.grad_avg\" (centered)"),
         "Adagrad's state is \"<param>.sum\""};
     return tsr_fail(device, TSR_NOT_FOUND,
                     "optimizer_state_set: no state \"%s\" in this optimizer (%s)", name,
