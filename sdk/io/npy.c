@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file_read.h"
 #include "npy_parse.h"
 #include "tessera/tessera.h"
 
@@ -20,58 +21,6 @@ struct tsr_npz {
   tsr_npz_archive archive;
 };
 
-// Reads the regular file at |path| whole. A FIFO or device is refused
-// without blocking (O_NONBLOCK, then a regular-file check).
-static tsr_status npy_file_read(const char *what, const char *path, uint8_t **out,
-                                size_t *out_size) {
-  *out = NULL;
-  *out_size = 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return tsr_error_set(err == ENOENT ? TSR_NOT_FOUND : TSR_UNAVAILABLE, "%s %s: cannot open: %s",
-                         what, path, strerror(err));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return tsr_error_set(TSR_UNAVAILABLE, "%s %s: cannot stat: %s", what, path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return tsr_error_set(TSR_INVALID_ARGUMENT, "%s %s: %s", what, path,
-                         S_ISDIR(st.st_mode)    ? "is a folder, not a file"
-                         : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-                                                : "is not a regular file");
-  }
-  size_t size = (size_t)st.st_size;
-  uint8_t *data = malloc(size ? size : 1);
-  if (data == NULL) {
-    close(fd);
-    return tsr_error_set(TSR_OUT_OF_MEMORY, "%s %s: no host memory for %zu bytes", what, path,
-                         size);
-  }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = read(fd, data + got, size - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-  }
-  int read_errno = errno;
-  close(fd);
-  if (got != size) {
-    free(data);
-    return tsr_error_set(TSR_UNAVAILABLE, "%s %s: read %zu of %zu bytes: %s", what, path, got, size,
-                         strerror(read_errno));
-  }
-  *out = data;
-  *out_size = size;
-  return TSR_OK;
-}
 
 // A new tensor with |array|'s values (|u1| widened to int32; bool checked).
 static tsr_tensor *array_tensor(const char *what, const char *path, const char *name,
@@ -115,7 +64,7 @@ tsr_status tsr_npy_load(const char *path, tsr_device *device, tsr_tensor **out_t
                          path == NULL ? "path" : "device");
   uint8_t *data = NULL;
   size_t size = 0;
-  TSR_RETURN_IF_ERROR(npy_file_read(what, path, &data, &size));
+  TSR_RETURN_IF_ERROR(tsr_io_file_read(what, path, &data, &size));
   tsr_npy_array array;
   char error[512];
   if (tsr_npy_parse(data, size, &array, error, sizeof(error)) != 0) {
@@ -139,7 +88,7 @@ tsr_status tsr_npz_open(const char *path, tsr_npz **out_file) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: path is NULL", what);
   uint8_t *data = NULL;
   size_t size = 0;
-  TSR_RETURN_IF_ERROR(npy_file_read(what, path, &data, &size));
+  TSR_RETURN_IF_ERROR(tsr_io_file_read(what, path, &data, &size));
   tsr_npz *file = calloc(1, sizeof(*file));
   char *path_copy = strdup(path);
   if (file == NULL || path_copy == NULL) {

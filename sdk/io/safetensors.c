@@ -12,6 +12,7 @@
 
 #include "atomic_file.h"
 #include "error.h"
+#include "file_read.h"
 #include "io_internal.h"
 #include "runtime.h"
 #include "tessera/tessera.h"
@@ -272,56 +273,18 @@ tsr_status tsr_safetensors_open(const char *path, tsr_safetensors **out_file) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "safetensors_open: %s is NULL",
                          path == NULL ? "path" : "out_file");
   }
-  // Non-blocking: a FIFO (or a device) answers at once instead of hanging
-  // here, and the check below refuses it.
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return tsr_error_set(err == ENOENT ? TSR_NOT_FOUND : TSR_UNAVAILABLE,
-                         "safetensors %s: cannot open: %s", path, strerror(err));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return tsr_error_set(TSR_UNAVAILABLE, "safetensors %s: cannot stat: %s", path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return tsr_error_set(TSR_INVALID_ARGUMENT, "safetensors %s: %s", path,
-                         S_ISDIR(st.st_mode)    ? "is a folder, not a file"
-                         : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-                                                : "is not a regular file");
-  }
-  size_t size = (size_t)st.st_size;
+  uint8_t *data = NULL;
+  size_t size = 0;
+  tsr_status status = tsr_io_file_read("safetensors", path, &data, &size);
+  if (status != TSR_OK)
+    return status;
   tsr_safetensors *file = calloc(1, sizeof(*file));
-  uint8_t *data = malloc(size ? size : 1);
   char *path_copy = strdup(path);
-  if (file == NULL || data == NULL || path_copy == NULL) {
-    close(fd);
+  if (file == NULL || path_copy == NULL) {
     free(file);
     free(data);
     free(path_copy);
-    return tsr_error_set(TSR_OUT_OF_MEMORY, "safetensors %s: no host memory for %zu bytes", path,
-                         size);
-  }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = read(fd, data + got, size - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-  }
-  int read_errno = errno;
-  close(fd);
-  if (got != size) {
-    free(file);
-    free(data);
-    free(path_copy);
-    return tsr_error_set(TSR_UNAVAILABLE, "safetensors %s: read %zu of %zu bytes: %s", path, got,
-                         size, got < size ? strerror(read_errno) : "the file changed");
+    return tsr_error_set(TSR_OUT_OF_MEMORY, "safetensors %s: no host memory", path);
   }
   char error[512];
   if (tsr_st_header_parse(data, size, &file->header, error, sizeof(error)) != 0) {

@@ -1,5 +1,6 @@
 # Issue 8: safetensors files, checkpoints and DLPack (paths relative to sdk/).
 list(APPEND TSR_SDK_SOURCES
+  io/file_read.c
   io/safetensors_parse.c
   io/safetensors.c
   io/atomic_file.c
