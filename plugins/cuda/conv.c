@@ -1067,6 +1067,54 @@ static void tsr_cuda_conv_free(tsr_cuda_plan *plan) {
   plan->impl = NULL;
 }
 
+// The engine cache's plugin key for |device|: what the choice depends on
+// besides the machine (the core adds the plugin build, CPU and threads):
+// the GPU, its driver and cuDNN. 0 when the driver cannot say.
+static int tsr_cuda_pin_plugin_key(int32_t device, char *out, size_t size) {
+  struct cudaDeviceProp prop;
+  int driver = 0;
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess ||
+      cudaDriverGetVersion(&driver) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  prop.name[sizeof(prop.name) - 1] = '\0';
+  int n = snprintf(out, size, "cuda %s sm%d%d driver %d cudnn %zu", prop.name, prop.major,
+                   prop.minor, driver, cudnnGetVersion());
+  if (n <= 0 || (size_t)n >= size)
+    return 0;
+  for (char *p = out; *p; ++p) {
+    if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+      *p = '?';
+  }
+  return 1;
+}
+
+// The pin the engine cache holds for |key| (another process timed it).
+static int tsr_cuda_pin_stored(const char *plugin_key, const tsr_cuda_plan_key *key,
+                               tsr_cuda_engine_pin *out_pin) {
+  const tsr_host_api *host = tsr_cuda_host();
+  if (!TSR_ABI_HAS(host, tsr_host_api, engine_cache_get))
+    return 0;
+  char class_key[TSR_CUDA_PIN_CLASS_KEY_SIZE], value[TSR_CUDA_PIN_VALUE_SIZE];
+  tsr_cuda_pin_class_key(key, class_key);
+  size_t bytes = sizeof(value);
+  return host->engine_cache_get(host->ctx, plugin_key, class_key, value, &bytes) == TSR_OK &&
+         tsr_cuda_pin_parse(value, bytes, out_pin);
+}
+
+static void tsr_cuda_pin_store(const char *plugin_key, const tsr_cuda_plan_key *key,
+                               const tsr_cuda_engine_pin *pin) {
+  const tsr_host_api *host = tsr_cuda_host();
+  if (!TSR_ABI_HAS(host, tsr_host_api, engine_cache_put))
+    return;
+  char class_key[TSR_CUDA_PIN_CLASS_KEY_SIZE], value[TSR_CUDA_PIN_VALUE_SIZE];
+  tsr_cuda_pin_class_key(key, class_key);
+  size_t bytes = tsr_cuda_pin_format(pin, value);
+  if (bytes > 0)
+    (void)host->engine_cache_put(host->ctx, plugin_key, class_key, value, bytes);
+}
+
 static tsr_status tsr_cuda_conv_select(const tsr_op_signature *signature, cudnnHandle_t handle,
                                        int fuse, tsr_cuda_conv *conv,
                                        tsr_cuda_engine_choice *out_choice, int *out_from_pin) {
@@ -1102,16 +1150,25 @@ static tsr_status tsr_cuda_conv_select(const tsr_op_signature *signature, cudnnH
   };
   tsr_cuda_plan_key key;
   int keyed = 0;
+  char plugin_key[TSR_ENGINE_CACHE_KEY_MAX];
+  int stored = 0;  // plugin_key is set: the engine cache may hold the pin
   *out_from_pin = 0;
   if (policy.autotune) {
     pthread_once(&g_pins_once, tsr_cuda_pins_init);
     keyed = tsr_cuda_plan_key_build(signature, NULL, &key) == TSR_OK;
     // The fused and the unfused graph are different problems.
     key.words[0] ^= (uint64_t)fuse << 63;
+    stored = keyed && tsr_cuda_pin_plugin_key(signature->device, plugin_key, sizeof(plugin_key));
     tsr_cuda_engine_pin pin;
     // No buffers yet: the selection asks for them (timing_prepare) only if
-    // it comes to time something, the pin failing to build included.
-    if (keyed && tsr_cuda_pin_cache_lookup(&g_pins, &key, &pin)) {
+    // it comes to time something, the pin failing to build included. A pin
+    // from the engine cache (an earlier process) counts like one of ours.
+    int pinned = keyed && tsr_cuda_pin_cache_lookup(&g_pins, &key, &pin);
+    if (!pinned && stored && tsr_cuda_pin_stored(plugin_key, &key, &pin)) {
+      tsr_cuda_pin_cache_insert(&g_pins, &key, &pin);
+      pinned = 1;
+    }
+    if (pinned) {
       policy.pinned_mode = pin.mode;
       policy.pinned_rank = pin.rank;
       *out_from_pin = 1;
@@ -1124,6 +1181,8 @@ static tsr_status tsr_cuda_conv_select(const tsr_op_signature *signature, cudnnH
   if (status == TSR_OK && policy.autotune && keyed && out_choice->timed > 0) {
     tsr_cuda_engine_pin pin = {out_choice->mode, out_choice->rank, out_choice->engine_id};
     tsr_cuda_pin_cache_insert(&g_pins, &key, &pin);
+    if (stored)
+      tsr_cuda_pin_store(plugin_key, &key, &pin);
   }
   tsr_cuda_autotune_release(&src);
   tsr_cuda_graph_release(&graph);

@@ -1,7 +1,10 @@
 // Plan keys and the pin cache (plan_key.h).
 #include "plan_key.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "engine_select.h"
 
 static int tsr_cuda_key_add(tsr_cuda_plan_key *key, uint64_t word) {
   if (key->count >= TSR_CUDA_PLAN_KEY_WORDS)
@@ -108,4 +111,56 @@ void tsr_cuda_pin_cache_insert(tsr_cuda_pin_cache *cache, const tsr_cuda_plan_ke
   }
   cache->pins[at] = *pin;
   pthread_mutex_unlock(&cache->lock);
+}
+
+void tsr_cuda_pin_class_key(const tsr_cuda_plan_key *key, char out[TSR_CUDA_PIN_CLASS_KEY_SIZE]) {
+  // The second hash: FNV-1a from another basis over the words in reverse,
+  // so that it does not follow the first.
+  uint64_t second = 0x84222325cbf29ce4ull;
+  for (int32_t i = key->count - 1; i >= 0; --i) {
+    for (int b = 0; b < 8; ++b) {
+      second ^= (key->words[i] >> (8 * b)) & 0xffu;
+      second *= 1099511628211ull;
+    }
+  }
+  snprintf(out, TSR_CUDA_PIN_CLASS_KEY_SIZE, "conv k%d %016llx%016llx", (int)key->count,
+           (unsigned long long)key->hash, (unsigned long long)second);
+}
+
+size_t tsr_cuda_pin_format(const tsr_cuda_engine_pin *pin, char out[TSR_CUDA_PIN_VALUE_SIZE]) {
+  int n = snprintf(out, TSR_CUDA_PIN_VALUE_SIZE, "%d %d %lld", (int)pin->mode, (int)pin->rank,
+                   (long long)pin->engine_id);
+  return n > 0 && n < TSR_CUDA_PIN_VALUE_SIZE ? (size_t)n : 0;
+}
+
+// Reads one decimal integer of at most 10 digits at *|at|, below |limit|.
+static int tsr_cuda_pin_number(const char *text, size_t bytes, size_t *at, int64_t limit,
+                               int64_t *out) {
+  int64_t v = 0;
+  size_t start = *at;
+  while (*at < bytes && text[*at] >= '0' && text[*at] <= '9' && *at - start < 10) {
+    v = v * 10 + (text[*at] - '0');
+    ++*at;
+  }
+  if (*at == start || v >= limit)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+int tsr_cuda_pin_parse(const void *value, size_t bytes, tsr_cuda_engine_pin *out_pin) {
+  const char *text = value;
+  if (text == NULL || bytes == 0 || bytes >= TSR_CUDA_PIN_VALUE_SIZE)
+    return 0;
+  size_t at = 0;
+  int64_t mode = 0, rank = 0, id = 0;
+  if (!tsr_cuda_pin_number(text, bytes, &at, TSR_CUDA_HEUR_SOURCE_COUNT, &mode) || at >= bytes ||
+      text[at++] != ' ' ||
+      !tsr_cuda_pin_number(text, bytes, &at, TSR_CUDA_ENGINE_MAX_CANDIDATES, &rank) ||
+      at >= bytes || text[at++] != ' ' ||
+      !tsr_cuda_pin_number(text, bytes, &at, (int64_t)1 << 31, &id) || at != bytes) {
+    return 0;
+  }
+  *out_pin = (tsr_cuda_engine_pin){(int32_t)mode, (int32_t)rank, id};
+  return 1;
 }

@@ -59,4 +59,24 @@ int tsr_cuda_pin_cache_lookup(tsr_cuda_pin_cache *cache, const tsr_cuda_plan_key
 void tsr_cuda_pin_cache_insert(tsr_cuda_pin_cache *cache, const tsr_cuda_plan_key *key,
                                const tsr_cuda_engine_pin *pin);
 
+// Pins in the core's persistent engine cache, so that the next process skips
+// the timing too. The class key names the problem by its word count and two
+// independent 64-bit hashes of its words (a key's words do not fit the
+// cache's class-key bound); two problems share one with odds near 2^-128,
+// and a pin that does not build for its problem is passed over by the
+// selection anyway. The value is "<mode> <rank> <engine id>" in decimal.
+#define TSR_CUDA_PIN_CLASS_KEY_SIZE 64
+#define TSR_CUDA_PIN_VALUE_SIZE 48
+
+// Writes |key|'s class key (printable ASCII, NUL-terminated). Thread-safe.
+void tsr_cuda_pin_class_key(const tsr_cuda_plan_key *key, char out[TSR_CUDA_PIN_CLASS_KEY_SIZE]);
+// Writes |pin|'s value (not NUL-terminated) and returns its length. Thread-safe.
+size_t tsr_cuda_pin_format(const tsr_cuda_engine_pin *pin, char out[TSR_CUDA_PIN_VALUE_SIZE]);
+// Reads a value written by tsr_cuda_pin_format: 1 and the pin when |value|
+// (|bytes| bytes, from a file: any bytes) is three decimal integers with one
+// space between them, the mode a heuristics source, the rank below
+// TSR_CUDA_ENGINE_MAX_CANDIDATES and the engine id below 2^31; else 0.
+// Thread-safe.
+int tsr_cuda_pin_parse(const void *value, size_t bytes, tsr_cuda_engine_pin *out_pin);
+
 #endif  // TESSERA_PLUGINS_CUDA_PLAN_KEY_H_

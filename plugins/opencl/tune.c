@@ -1,15 +1,21 @@
 // Engine selection's memory and clock: autotune winners by (device, key),
-// in memory and on disk, and the timing of candidate runs.
+// in memory and in the core's persistent engine cache, and the timing of
+// candidate runs.
 //
-// Winners live in one text file per device next to the program cache
-// ("<key>\t<choice>" lines, appended; the last line for a key wins), named by
-// a hash of the device name and driver version, so another driver re-tunes.
+// The cache's plugin key names the device and its driver version, so
+// another device or driver re-tunes; the core adds the plugin's build, the
+// CPU and the thread count. A value is the winner's index in decimal.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ocl.h"
 #include "ocl_table.h"
+#include "tessera/plugin_kit.h"
+
+// Choices are indices into a candidate list; anything larger in the cache
+// is not ours.
+#define TSR_OCL_TUNE_CHOICE_LIMIT 1000
 
 typedef struct tune_entry {
   struct tune_entry *next;
@@ -20,13 +26,11 @@ typedef struct tune_entry {
 
 static pthread_mutex_t g_tune_lock = PTHREAD_MUTEX_INITIALIZER;
 static tune_entry *g_tune;
-static uint32_t g_loaded_devices;  // bit d: device d's file was read
 
 void tsr_ocl_tune_release(void) {
   pthread_mutex_lock(&g_tune_lock);
   tune_entry *e = g_tune;
   g_tune = NULL;
-  g_loaded_devices = 0;
   pthread_mutex_unlock(&g_tune_lock);
   while (e != NULL) {
     tune_entry *next = e->next;
@@ -35,17 +39,12 @@ void tsr_ocl_tune_release(void) {
   }
 }
 
-// The winners file of |device|; 0 when there is no cache folder.
-static int tune_path(const tsr_ocl_device *device, char *out, size_t size) {
-  char base[512];
-  if (!tsr_ocl_cache_dir(base, sizeof(base))) return 0;
-  uint64_t hash = 14695981039346656037ull;
-  for (const char *p = device->name; *p; ++p) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
-  for (const char *p = device->driver_version; *p; ++p) {
-    hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
+// "opencl <device> | <driver>", printable ASCII as the cache's keys must be.
+static void plugin_key(const tsr_ocl_device *device, char *out, size_t size) {
+  snprintf(out, size, "opencl %s | %s", device->name, device->driver_version);
+  for (char *p = out; *p; ++p) {
+    if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
   }
-  int n = snprintf(out, size, "%s/tune-%016llx.txt", base, (unsigned long long)hash);
-  return n > 0 && (size_t)n < size;
 }
 
 static void entry_put_locked(int32_t device, const char *key, int32_t choice) {
@@ -64,30 +63,9 @@ static void entry_put_locked(int32_t device, const char *key, int32_t choice) {
   g_tune = e;
 }
 
-static void load_locked(const tsr_ocl_device *device) {
-  if (device->index < 32 && (g_loaded_devices & (1u << device->index))) return;
-  if (device->index < 32) g_loaded_devices |= 1u << device->index;
-  char path[640];
-  if (!tune_path(device, path, sizeof(path))) return;
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return;
-  char line[256];
-  while (fgets(line, sizeof(line), f) != NULL) {
-    char *tab = strchr(line, '\t');
-    if (tab == NULL) continue;
-    *tab = '\0';
-    char *end = NULL;
-    long choice = strtol(tab + 1, &end, 10);
-    if (end == tab + 1 || choice < 0 || choice > 1000 || strlen(line) >= 160) continue;
-    entry_put_locked(device->index, line, (int32_t)choice);
-  }
-  fclose(f);
-}
-
 int tsr_ocl_tune_lookup(const tsr_ocl_device *device, const char *key, int32_t *out_choice) {
   int found = 0;
   pthread_mutex_lock(&g_tune_lock);
-  load_locked(device);
   for (tune_entry *e = g_tune; e != NULL && !found; e = e->next) {
     if (e->device == device->index && strcmp(e->key, key) == 0) {
       *out_choice = e->choice;
@@ -95,24 +73,28 @@ int tsr_ocl_tune_lookup(const tsr_ocl_device *device, const char *key, int32_t *
     }
   }
   pthread_mutex_unlock(&g_tune_lock);
-  return found;
+  if (found) return 1;
+  char pkey[TSR_ENGINE_CACHE_KEY_MAX];
+  plugin_key(device, pkey, sizeof(pkey));
+  int32_t choice = 0;
+  if (!tsr_kit_engine_choice_get(tsr_ocl_host(), pkey, key, TSR_OCL_TUNE_CHOICE_LIMIT, &choice)) {
+    return 0;
+  }
+  pthread_mutex_lock(&g_tune_lock);
+  entry_put_locked(device->index, key, choice);
+  pthread_mutex_unlock(&g_tune_lock);
+  *out_choice = choice;
+  return 1;
 }
 
 void tsr_ocl_tune_store(const tsr_ocl_device *device, const char *key, int32_t choice) {
-  if (strlen(key) >= 160 || strchr(key, '\t') != NULL || strchr(key, '\n') != NULL) return;
+  if (strlen(key) >= 160 || choice < 0 || choice >= TSR_OCL_TUNE_CHOICE_LIMIT) return;
   pthread_mutex_lock(&g_tune_lock);
-  load_locked(device);
   entry_put_locked(device->index, key, choice);
-  char path[640];
-  if (tune_path(device, path, sizeof(path))) {
-    // One short append is atomic enough for a file whose last line per key wins.
-    FILE *f = fopen(path, "a");
-    if (f != NULL) {
-      fprintf(f, "%s\t%d\n", key, (int)choice);
-      fclose(f);
-    }
-  }
   pthread_mutex_unlock(&g_tune_lock);
+  char pkey[TSR_ENGINE_CACHE_KEY_MAX];
+  plugin_key(device, pkey, sizeof(pkey));
+  tsr_kit_engine_choice_put(tsr_ocl_host(), pkey, key, choice);
 }
 
 static int compare_double(const void *a, const void *b) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engine_select.h"
 #include "plan_key.h"
 #include "tessera/ops.h"
 #include "test_host.h"
@@ -146,11 +147,48 @@ static void test_pin_cache_finds_replaces_and_evicts_the_oldest(void **state) {
   tsr_cuda_pin_cache_destroy(&cache);
 }
 
+// A pin survives its trip through the engine cache's text; anything else a
+// file may hold is refused; class keys are printable, bounded and differ
+// where the keys differ.
+static void test_pin_values_round_trip_and_refuse_what_a_file_may_hold(void **state) {
+  (void)state;
+  char text[TSR_CUDA_PIN_VALUE_SIZE];
+  tsr_cuda_engine_pin pin = {TSR_CUDA_HEUR_B, 7, 2147483647}, got = {-1, -1, -1};
+  size_t n = tsr_cuda_pin_format(&pin, text);
+  assert_true(n > 0);
+  assert_true(tsr_cuda_pin_parse(text, n, &got));
+  assert_int_equal(got.mode, pin.mode);
+  assert_int_equal(got.rank, pin.rank);
+  assert_int_equal(got.engine_id, pin.engine_id);
+  static const char *bad[] = {"", "1", "1 2", "1 2 ", " 1 2 3", "1  2 3", "3 0 0", "0 32 0",
+                              "0 0 2147483648", "0 0 -1", "0 0 1x", "0 0 12345678901",
+                              "a b c", "0\t0\t0"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+    if (tsr_cuda_pin_parse(bad[i], strlen(bad[i]), &got))
+      fail_msg("accepted '%s'", bad[i]);
+  }
+  assert_false(tsr_cuda_pin_parse("0 0 1", 6, &got));  // a NUL inside
+  assert_false(tsr_cuda_pin_parse(NULL, 3, &got));
+  conv_call c;
+  conv_call_init(&c);
+  tsr_cuda_plan_key a = key_of(&c);
+  c.in[0].sizes[0] = 9;
+  tsr_cuda_plan_key b = key_of(&c);
+  char ka[TSR_CUDA_PIN_CLASS_KEY_SIZE], kb[TSR_CUDA_PIN_CLASS_KEY_SIZE];
+  tsr_cuda_pin_class_key(&a, ka);
+  tsr_cuda_pin_class_key(&b, kb);
+  assert_string_not_equal(ka, kb);
+  assert_true(strlen(ka) > 0 && strlen(ka) < TSR_ENGINE_CACHE_CLASS_KEY_MAX);
+  for (const char *p = ka; *p; ++p)
+    assert_true(*p >= 0x20 && *p <= 0x7e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_equal_signatures_give_equal_keys),
       cmocka_unit_test(test_keys_differ_in_everything_that_changes_the_engine),
       cmocka_unit_test(test_pin_cache_finds_replaces_and_evicts_the_oldest),
+      cmocka_unit_test(test_pin_values_round_trip_and_refuse_what_a_file_may_hold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

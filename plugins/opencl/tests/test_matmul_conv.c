@@ -1235,39 +1235,39 @@ static void test_every_gemm_variant_is_correct(void **state) {
   g_expect_variant = NULL;
 }
 
-// Whether a line of a file in |dir| starts with |key| followed by a tab.
+static char g_engine_cache_dir[] = "/tmp/tsr-ocl-engines-XXXXXX";
+
+// Whether a file in |dir| (the engine cache's folder) holds |key|: the
+// cache stores class keys as plain bytes.
 static int winners_file_has(const char *dir, const char *key) {
   DIR *d = opendir(dir);
   if (d == NULL)
     return 0;
   int found = 0;
   struct dirent *e;
-  char path[1024], line[512];
+  char path[1024];
+  static char bytes[1 << 20];
   while (!found && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.')
       continue;
     snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "rb");
     if (f == NULL)
       continue;
-    while (!found && fgets(line, sizeof(line), f) != NULL) {
-      found = strncmp(line, key, strlen(key)) == 0 && line[strlen(key)] == '\t';
-    }
+    size_t n = fread(bytes, 1, sizeof(bytes), f);
     fclose(f);
+    found = memmem(bytes, n, key, strlen(key)) != NULL;
   }
   closedir(d);
   return found;
 }
 
 // With TSR_OPENCL_AUTOTUNE=1 a new shape is timed ("+tuned"), its winner
-// lands in the winners file under the matmul's key, and a fresh plan of the
+// lands in the engine cache under the matmul's key, and a fresh plan of the
 // same shape (another context) reuses it ("+reused") with the same variant;
 // both compute the right numbers.
 static void test_autotune_stores_and_reuses_the_winner(void **state) {
   (void)state;
-  char dir[] = "/tmp/tsr-ocl-tune-XXXXXX";
-  assert_non_null(mkdtemp(dir));
-  setenv("TSR_OPENCL_CACHE_DIR", dir, 1);
   setenv("TSR_OPENCL_AUTOTUNE", "1", 1);
   const int64_t m = 96, k = 80, n = 72;
   const mm_case c = {
@@ -1296,13 +1296,17 @@ static void test_autotune_stores_and_reuses_the_winner(void **state) {
     fail_msg("engines %s then %s", first, second);
   assert_int_equal(mark1 - first, mark2 - second);
   assert_memory_equal(first, second, (size_t)(mark1 - first));  // the same variant
-  assert_true(winners_file_has(dir, "matmul f32 b1 m96 n72 k80 a:kb:n"));
+  assert_true(winners_file_has(g_engine_cache_dir, "matmul f32 b1 m96 n72 k80 a:kb:n"));
   // The tuned plan computes correctly on the test's context too.
   matmul_check(&c);
   unsetenv("TSR_OPENCL_AUTOTUNE");
 }
 
 int main(void) {
+  // The core reads the engine cache's folder once per process: a folder of
+  // this run's own, set before the first context.
+  assert_non_null(mkdtemp(g_engine_cache_dir));
+  setenv("TSR_ENGINE_CACHE_DIR", g_engine_cache_dir, 1);
   tsr_context *probe = ts_context_create(TSR_TEST_OPENCL_PATH, "opencl:0");
   if (probe == NULL) {
     printf("skipped: no OpenCL device (%s)\n", tsr_last_error());

@@ -171,6 +171,23 @@ typedef struct tsr_kit_device_desc {
 // stream and event is always complete. Not thread-safe.
 void tsr_kit_host_device_set(tsr_plugin_api *api, const tsr_kit_device_desc *desc);
 
+// ---------------------------------------------------------------------------
+// 5. Engine choices kept in the host's engine cache (ABI 0.4, optional)
+
+// The choice recorded for |class_key| under |plugin_key| (the keys as
+// engine_cache_get takes them): 1 with *|out_choice| set when one is recorded
+// and lies in [0, |limit|); 0 when the host has no cache, none is recorded,
+// or the value is not a decimal integer in range (the cache is a file: its
+// values are input). For plan creation, not hot paths. Thread-safe.
+int tsr_kit_engine_choice_get(const tsr_host_api *host, const char *plugin_key,
+                              const char *class_key, int32_t limit, int32_t *out_choice);
+
+// Records |choice| (>= 0) for |class_key| under |plugin_key|, written as a
+// decimal integer. Nothing when the host has no cache; the cache itself may
+// drop it (see engine_cache_put). Thread-safe.
+void tsr_kit_engine_choice_put(const tsr_host_api *host, const char *plugin_key,
+                               const char *class_key, int32_t choice);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
