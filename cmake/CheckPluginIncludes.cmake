@@ -1,7 +1,8 @@
 # cmake -DROOT=<source dir> -P CheckPluginIncludes.cmake
 # Fails when a plugin source includes anything of the core or the SDK: a
 # plugin sees abi/include and its own folder only (DESIGN.md section 1).
-# plugins/onednn also sees plugins/ref: it compiles ref's kernels in.
+# Plugins that compile the CPU-kernel library in also see its header
+# (plugins/cpu/include/tsr_cpu/cpu_kernels.h).
 file(GLOB_RECURSE sources "${ROOT}/plugins/*.c" "${ROOT}/plugins/*.h"
      "${ROOT}/conformance/fixtures/*.c" "${ROOT}/conformance/fixtures/*.h")
 # A plugin's tests/ folder is not the plugin: its tests may drive the plugin

@@ -16,8 +16,8 @@ function(tsr_add_plugin name)
     target_sources(tessera-${name} PRIVATE ${P_OBJECTS})
   endif()
   if(TARGET tessera_abi)
-    # In the Tessera tree every plugin may use the kit: ref's objects, which
-    # other plugins and fixtures take in, do.
+    # In the Tessera tree every plugin may use the kit: the CPU-kernel
+    # library (plugins/cpu), which plugins and fixtures take in, does.
     target_link_libraries(tessera-${name} PRIVATE tessera_abi tessera_plugin_kit ${P_LIBRARIES})
   else()
     target_link_libraries(tessera-${name} PRIVATE Tessera::tessera_abi ${P_LIBRARIES})

@@ -1,5 +1,6 @@
 // What every core object header needs: the public types (tessera/core.h),
-// the hot thread-local storage class and the reference drop.
+// the core's interface for the SDK (tessera/core_layer.h: the hot
+// thread-local storage class, errors) and the reference drop.
 #ifndef TESSERA_CORE_COMMON_H_
 #define TESSERA_CORE_COMMON_H_
 
@@ -7,13 +8,7 @@
 #include <stdint.h>
 
 #include "tessera/core.h"
-
-// Thread-locals read on every eager op. initial-exec makes each access one
-// instruction instead of a __tls_get_addr call, which the default model
-// costs on every op (docs/performance-log.md, "Measurements behind the code's
-// decisions"); they are small, so the static TLS block of a libtessera that
-// is dlopened still has room for them.
-#define TSR_HOT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#include "tessera/core_layer.h"  // TSR_HOT_TLS, and what the core offers the SDK
 
 // Drops one reference from |refs|; returns 1 when it was the last. A count
 // of 1 (read with acquire, pairing with other holders' releasing drops)

@@ -44,12 +44,6 @@ tsr_status tsr_discovery_run(tsr_context *context, const tsr_context_options *op
 
 
 // --- context.c -----------------------------------------------------------
-
-// Records |status| with this thread's message as |context|'s first error (if
-// none yet) and returns |status|. Thread-safe.
-tsr_status tsr_context_fail(tsr_context *context, tsr_status status);
-// Sets this thread's error and the sticky error of |device|'s context.
-tsr_status tsr_fail(const tsr_device *device, tsr_status status, const char *format, ...)
-    TSR_ABI_PRINTF(3, 4);
+// tsr_context_fail and tsr_fail are declared in tessera/core_layer.h.
 
 #endif  // TESSERA_CORE_CONTEXT_H_

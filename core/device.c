@@ -107,9 +107,22 @@ tsr_status tsr_device_check_status(tsr_device *device, tsr_status status) {
 
 // --- public device API ----------------------------------------------------
 
-tsr_context *tsr_device_context(const tsr_device *device) { return device ? device->owner : NULL; }
+tsr_context *tsr_device_context_get(const tsr_device *device) {
+  return device ? device->owner : NULL;
+}
+
+// The name before 0.1's ownership rule in names; removed in 0.2.
+tsr_context *tsr_device_context(const tsr_device *device) { return tsr_device_context_get(device); }
 
 const char *tsr_device_name(const tsr_device *device) { return device ? device->name : NULL; }
+
+int tsr_device_is_retired(const tsr_device *device) {
+  return atomic_load_explicit(&device->retired, memory_order_relaxed) != 0;
+}
+
+int tsr_device_host_ptr_supported(const tsr_device *device) {
+  return TSR_ABI_HAS(device->plugin->api, tsr_plugin_api, buffer_host_ptr_get);
+}
 
 const char *tsr_device_plugin_name(const tsr_device *device) {
   return device ? device->plugin->api->name : NULL;

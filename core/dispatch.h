@@ -8,9 +8,8 @@
 
 // --- dispatch.c ----------------------------------------------------------
 
-// Runs |op| on the device of its operands (see tsr_op_run).
-tsr_status tsr_dispatch(tsr_op_id_t op, int32_t num_inputs, tsr_tensor *const *inputs,
-                        int32_t num_outputs, tsr_tensor *const *outputs, const void *attrs);
+// tsr_dispatch, which runs |op| on the device of its operands, is declared in
+// tessera/core_layer.h.
 // Runs a prepared |signature| on |device|: plan from the cache, execution on
 // the current stream; falls back to ref when allowed. |inputs|/|outputs| may
 // be NULL (no stream bookkeeping then).

@@ -12,10 +12,7 @@ void tsr_scope_adopt(tsr_tensor *tensor);
 // Called by tsr_tensor_release before dropping a reference: when the scope of
 // this thread holds |tensor|'s creation reference, that claim is given up.
 void tsr_scope_forget(tsr_tensor *tensor);
-// Suspends adoption on this thread (nesting) while library code creates
-// tensors it stores or releases itself; returns the previous depth.
-int tsr_scope_suspend(void);
-void tsr_scope_resume(int previous);
+// tsr_scope_suspend and tsr_scope_resume are declared in tessera/core_layer.h.
 // Frees this thread's scope list when no scope is open.
 void tsr_scope_list_trim(void);
 

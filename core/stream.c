@@ -142,8 +142,13 @@ void tsr_stream_release(tsr_stream *stream) {
   free(stream);
 }
 
-tsr_stream *tsr_device_default_stream(tsr_device *device) {
+tsr_stream *tsr_device_default_stream_get(tsr_device *device) {
   return device ? device->default_stream : NULL;
+}
+
+// The name before 0.1's ownership rule in names; removed in 0.2.
+tsr_stream *tsr_device_default_stream(tsr_device *device) {
+  return tsr_device_default_stream_get(device);
 }
 
 tsr_status tsr_stream_current_set(tsr_device *device, tsr_stream *stream) {

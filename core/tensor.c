@@ -140,10 +140,10 @@ static tsr_tensor *tensor_adopt(tsr_storage *storage, tsr_dtype_t dtype, int32_t
     t->strides[d] = strides[d];
   }
   t->next_free = NULL;
-  t->ext_release = NULL;
-  t->ext_node = NULL;
-  t->ext_tensor = NULL;
-  t->ext_flags = 0;
+  t->ext.release = NULL;
+  t->ext.node = NULL;
+  t->ext.tensor = NULL;
+  t->ext.flags = 0;
   t->scope_slot = -1;
   t->scope_owner = NULL;
   tsr_scope_adopt(t);
@@ -189,6 +189,58 @@ tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t d
   return t;
 }
 
+// --- for the layers above the core (tessera/core_layer.h) -----------------
+
+tsr_tensor_ext *tsr_tensor_ext_get(const tsr_tensor *tensor) {
+  return (tsr_tensor_ext *)&tensor->ext;
+}
+
+int tsr_tensor_handle_is_live(const tsr_tensor *tensor) { return tsr_tensor_is_live(tensor); }
+
+int tsr_tensor_is_shared(const tsr_tensor *tensor) {
+  return atomic_load(&tensor->refs) > 1 || atomic_load(&tensor->storage->refs) > 1;
+}
+
+tsr_tensor *tsr_tensor_view_create(const tsr_tensor *base, int32_t rank, const int64_t *sizes,
+                                   const int64_t *strides, int64_t offset) {
+  return tsr_tensor_make(base->storage, base->dtype, rank, sizes, strides, offset);
+}
+
+uint64_t tsr_tensor_storage_bytes(const tsr_tensor *tensor) { return tensor->storage->bytes; }
+
+tsr_status tsr_tensor_storage_write(const char *what, tsr_tensor *tensor, const void *src,
+                                    uint64_t bytes) {
+  tsr_device *device = tensor->device;
+  tsr_stream *stream = tsr_stream_current(device);
+  tsr_status status = device->plugin->api->copy_host_to_device(stream->handle, src,
+                                                               tensor->storage->buffer, 0, bytes);
+  if (status != TSR_OK) {
+    tsr_error_prefix(what);
+    return tsr_device_check_status(device, status);
+  }
+  atomic_fetch_add(&tensor->storage->version, 1);
+  return TSR_OK;
+}
+
+tsr_status tsr_tensor_storage_read(const char *what, const tsr_tensor *tensor,
+                                   uint64_t byte_offset, void *dst, uint64_t bytes) {
+  tsr_device *device = tensor->device;
+  tsr_stream *stream = tsr_stream_current(device);
+  tsr_status status = device->plugin->api->copy_device_to_host(
+      stream->handle, tensor->storage->buffer, byte_offset, dst, bytes);
+  if (status != TSR_OK) {
+    tsr_error_prefix(what);
+    return tsr_device_check_status(device, status);
+  }
+  return TSR_OK;
+}
+
+tsr_status tsr_tensor_storage_host_ptr_get(const tsr_tensor *tensor, void **out_base) {
+  *out_base = NULL;
+  if (tensor->storage == NULL || tensor->storage->buffer == NULL) return TSR_OK;
+  return tensor->device->plugin->api->buffer_host_ptr_get(tensor->storage->buffer, out_base);
+}
+
 // --- public tensor API ----------------------------------------------------
 
 tsr_tensor *tsr_tensor_retain(tsr_tensor *tensor) {
@@ -221,9 +273,9 @@ void tsr_tensor_unref(tsr_tensor *tensor) {
     return;
   if (!tsr_ref_drop(&tensor->refs))
     return;
-  if (tensor->ext_release != NULL) {
-    void (*release)(tsr_tensor *) = tensor->ext_release;
-    tensor->ext_release = NULL;
+  if (tensor->ext.release != NULL) {
+    void (*release)(tsr_tensor *) = tensor->ext.release;
+    tensor->ext.release = NULL;
     release(tensor);
   }
   tsr_storage_release(tensor->storage);

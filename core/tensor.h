@@ -30,16 +30,10 @@ struct tsr_tensor {
   int64_t sizes[TSR_MAX_RANK];
   int64_t strides[TSR_MAX_RANK];
   struct tsr_tensor *next_free;
-  // An extension slot for a layer above the core (the SDK's autograd keeps
-  // the node that made the tensor, its gradient and its requires-grad flag
-  // here: sdk/autograd.c). The core clears it when it makes a handle and,
-  // when the last reference goes, calls |ext_release| if set; what the slot
-  // holds is owned by whoever set |ext_release|. Plain fields, so reading
-  // them on the eager path costs no lookup.
-  void (*ext_release)(struct tsr_tensor *tensor);
-  void *ext_node;
-  struct tsr_tensor *ext_tensor;
-  uint32_t ext_flags;
+  // The extension slot for a layer above the core (tessera/core_layer.h,
+  // tsr_tensor_ext_get): part of the handle, so reaching it on the eager
+  // path costs no lookup.
+  tsr_tensor_ext ext;
   // The scope that holds this handle's creation reference (scope.c), or NULL.
   int32_t scope_slot;
   struct tsr_scope_stack *scope_owner;
@@ -51,32 +45,19 @@ static inline int tsr_tensor_is_live(const tsr_tensor *t) { return t->live == TS
 
 // --- tensor.c ------------------------------------------------------------
 
+// tsr_tensor_alloc, tsr_tensor_view_create, tsr_shape_check,
+// tsr_tensor_unref and tsr_thread_trim_hook_add are declared in
+// tessera/core_layer.h, for the SDK too.
+
 // A tensor handle from this thread's free list (refs = 1), over |storage|
 // (retained). Sizes/strides are copied.
 tsr_tensor *tsr_tensor_make(tsr_storage *storage, tsr_dtype_t dtype, int32_t rank,
                             const int64_t *sizes, const int64_t *strides, int64_t offset);
-// A contiguous tensor with fresh storage on the current stream of |device|.
-// Errors name |what|, the public function being served.
-tsr_tensor *tsr_tensor_alloc(const char *what, tsr_device *device, tsr_dtype_t dtype,
-                             int32_t rank, const int64_t *sizes);
-// Validates dtype/rank/sizes and computes numel; checks int64 and byte overflow.
-tsr_status tsr_shape_check(const char *what, tsr_dtype_t dtype, int32_t rank,
-                           const int64_t *sizes, int64_t *out_numel);
-// Drops a reference taken with tsr_tensor_retain by library code. Unlike
-// tsr_tensor_release it never hands back a scope's claim on the handle (the
-// retain was not the creation reference the scope holds).
-void tsr_tensor_unref(tsr_tensor *tensor);
 // Frees this thread's cached storage records.
 void tsr_storage_free_list_trim(void);
 // Frees this thread's cached tensor and storage handles, then runs the trim
 // hooks. Called at context destroy and thread exit.
 void tsr_tensor_free_lists_trim(void);
-// Adds |fn| to the hooks tsr_tensor_free_lists_trim runs on the trimming
-// thread, so that a layer above the core (the SDK's autograd) frees its own
-// per-thread caches at the same moments. Adding the same function again does
-// nothing. TSR_OUT_OF_MEMORY when TSR_TRIM_HOOKS are taken. Thread-safe.
-#define TSR_TRIM_HOOKS 4
-tsr_status tsr_thread_trim_hook_add(void (*fn)(void));
 // Arranges for the calling thread's free lists to be trimmed when it exits;
 // one thread-local test after the first call.
 void tsr_thread_free_lists_register(void);

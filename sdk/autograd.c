@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "autograd_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 
 #define TSR_AG_FREE_LIST_CAP 1024
 
@@ -52,11 +52,11 @@ int tsr_grad_mode(void) {
 #define TSR_AG_REQUIRES_GRAD 1u
 
 static tsr_ag_node *node_of(const tsr_tensor *t) {
-  return (tsr_ag_node *)t->ext_node;
+  return (tsr_ag_node *)tsr_tensor_ext_get(t)->node;
 }
 
 static int requires_grad(const tsr_tensor *t) {
-  return (t->ext_flags & TSR_AG_REQUIRES_GRAD) != 0;
+  return (tsr_tensor_ext_get(t)->flags & TSR_AG_REQUIRES_GRAD) != 0;
 }
 
 static void node_release(tsr_ag_node *n);
@@ -64,11 +64,12 @@ static void trim_hook_add(void);
 
 // Called by the core when |t|'s last reference goes.
 static void tensor_ext_release(tsr_tensor *t) {
-  tsr_ag_node *n = node_of(t);
-  t->ext_node = NULL;
+  tsr_tensor_ext *ext = tsr_tensor_ext_get(t);
+  tsr_ag_node *n = ext->node;
+  ext->node = NULL;
   if (n != NULL) node_release(n);
-  tsr_tensor *grad = t->ext_tensor;
-  t->ext_tensor = NULL;
+  tsr_tensor *grad = ext->tensor;
+  ext->tensor = NULL;
   tsr_tensor_release(grad);
 }
 
@@ -198,36 +199,37 @@ tsr_status tsr_ag_record(const char *name, tsr_ag_backward_fn backward, int32_t 
     return tsr_error_set(TSR_INTERNAL, "%s: autograd record with %d inputs or NULL output", name,
                          num_inputs);
   }
-  if (out->ext_node != NULL) {
+  if (tsr_tensor_ext_get(out)->node != NULL) {
     return tsr_error_set(TSR_INTERNAL, "%s: the output was already recorded", name);
   }
   tsr_ag_node *n = node_alloc();
   if (n == NULL) {
-    return tsr_fail(out->device, TSR_OUT_OF_MEMORY, "%s: no host memory for an autograd node",
-                    name);
+    return tsr_fail(tsr_tensor_device(out), TSR_OUT_OF_MEMORY,
+                    "%s: no host memory for an autograd node", name);
   }
   int64_t depth = 0;
   n->num_inputs = num_inputs;
   for (int32_t i = 0; i < num_inputs; ++i) {
     tsr_tensor *t = inputs[i];
     n->inputs[i] = tsr_tensor_retain(t);
-    n->input_versions[i] = t ? atomic_load(&t->storage->version) : 0;
+    n->input_versions[i] = tsr_tensor_storage_version(t);
     if (t == NULL || !requires_grad(t))
       continue;
     n->needs_grad |= 1u << i;
-    if (t->ext_node != NULL && node_of(t)->depth > depth)
+    if (tsr_tensor_ext_get(t)->node != NULL && node_of(t)->depth > depth)
       depth = node_of(t)->depth;
   }
   n->depth = depth + 1;
   n->seq = ++tls_seq;
   n->name = name;
   n->backward = backward;
-  n->out_rank = out->rank;
-  n->out_dtype = out->dtype;
-  memcpy(n->out_sizes, out->sizes, sizeof(n->out_sizes));
-  out->ext_node = n;
-  out->ext_flags |= TSR_AG_REQUIRES_GRAD;
-  out->ext_release = tensor_ext_release;
+  n->out_rank = tsr_tensor_rank(out);
+  n->out_dtype = tsr_tensor_dtype(out);
+  memcpy(n->out_sizes, tsr_tensor_sizes(out), sizeof(n->out_sizes));
+  tsr_tensor_ext *ext = tsr_tensor_ext_get(out);
+  ext->node = n;
+  ext->flags |= TSR_AG_REQUIRES_GRAD;
+  ext->release = tensor_ext_release;
   if (out_node != NULL)
     *out_node = n;
   return TSR_OK;
@@ -239,12 +241,13 @@ tsr_status tsr_ag_node_save(tsr_ag_node *node, const tsr_tensor *tensor) {
                          tensor ? "more tensors" : "a NULL tensor");
   }
   int previous = tsr_scope_suspend();
-  tsr_tensor *alias = tsr_tensor_make(tensor->storage, tensor->dtype, tensor->rank, tensor->sizes,
-                                      tensor->strides, tensor->offset);
+  tsr_tensor *alias =
+      tsr_tensor_view_create(tensor, tsr_tensor_rank(tensor), tsr_tensor_sizes(tensor),
+                             tsr_tensor_strides(tensor), tsr_tensor_offset(tensor));
   tsr_scope_resume(previous);
   if (alias == NULL)
-    return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "%s", tsr_error_message());
-  node->saved_versions[node->num_saved] = atomic_load(&tensor->storage->version);
+    return tsr_fail(tsr_tensor_device(tensor), TSR_OUT_OF_MEMORY, "%s", tsr_error_message());
+  node->saved_versions[node->num_saved] = tsr_tensor_storage_version(tensor);
   node->saved[node->num_saved++] = alias;
   return TSR_OK;
 }
@@ -252,33 +255,35 @@ tsr_status tsr_ag_node_save(tsr_ag_node *node, const tsr_tensor *tensor) {
 tsr_status tsr_ag_check_inplace(const char *what, const tsr_tensor *tensor) {
   if (tls_grad_disabled || tensor == NULL || !requires_grad(tensor))
     return TSR_OK;
-  return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                   "%s: in-place write to a tensor that requires grad while grad mode is on "
                   "(use tsr_grad_mode_set(0) or write to a detached tensor)",
                   what);
 }
 
 tsr_tensor *tsr_ag_reduce_to(tsr_tensor *grad, int32_t rank, const int64_t *sizes) {
-  int same = grad->rank == rank;
-  for (int32_t d = 0; same && d < rank; ++d) same = grad->sizes[d] == sizes[d];
+  const int32_t grad_rank = tsr_tensor_rank(grad);
+  const int64_t *grad_sizes = tsr_tensor_sizes(grad);
+  int same = grad_rank == rank;
+  for (int32_t d = 0; same && d < rank; ++d) same = grad_sizes[d] == sizes[d];
   if (same)
     return tsr_tensor_retain(grad);
-  int32_t shift = grad->rank - rank;
+  int32_t shift = grad_rank - rank;
   if (shift < 0) {
-    tsr_fail(grad->device, TSR_INTERNAL, "autograd: gradient of rank %d for an input of rank %d",
-             grad->rank, rank);
+    tsr_fail(tsr_tensor_device(grad), TSR_INTERNAL,
+             "autograd: gradient of rank %d for an input of rank %d", grad_rank, rank);
     return NULL;
   }
   int32_t axes[TSR_MAX_RANK];
   int32_t count = 0;
-  for (int32_t d = 0; d < grad->rank; ++d) {
+  for (int32_t d = 0; d < grad_rank; ++d) {
     int64_t want = d < shift ? 1 : sizes[d - shift];
-    if (d < shift || (want == 1 && grad->sizes[d] != 1)) {
+    if (d < shift || (want == 1 && grad_sizes[d] != 1)) {
       axes[count++] = d;
-    } else if (want != grad->sizes[d]) {
-      tsr_fail(grad->device, TSR_INTERNAL,
+    } else if (want != grad_sizes[d]) {
+      tsr_fail(tsr_tensor_device(grad), TSR_INTERNAL,
                "autograd: gradient size %lld at dim %d cannot reduce to %lld",
-               (long long)grad->sizes[d], d, (long long)want);
+               (long long)grad_sizes[d], d, (long long)want);
       return NULL;
     }
   }
@@ -301,21 +306,22 @@ tsr_status tsr_tensor_requires_grad_set(tsr_tensor *tensor, int requires_grad) {
   if (tensor == NULL) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_requires_grad_set: tensor is NULL");
   }
-  if (tensor->ext_node != NULL) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_ext_get(tensor)->node != NULL) {
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "tensor_requires_grad_set: the tensor is the output of a recorded op (%s), "
                     "not a leaf; use tsr_detach for a leaf",
                     node_of(tensor)->name);
   }
-  if (requires_grad && !is_float(tensor->dtype)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  if (requires_grad && !is_float(tsr_tensor_dtype(tensor))) {
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "tensor_requires_grad_set: only float tensors can require grad (dtype %d)",
-                    tensor->dtype);
+                    tsr_tensor_dtype(tensor));
   }
+  tsr_tensor_ext *ext = tsr_tensor_ext_get(tensor);
   if (requires_grad)
-    tensor->ext_flags |= TSR_AG_REQUIRES_GRAD;
+    ext->flags |= TSR_AG_REQUIRES_GRAD;
   else
-    tensor->ext_flags &= ~TSR_AG_REQUIRES_GRAD;
+    ext->flags &= ~TSR_AG_REQUIRES_GRAD;
   return TSR_OK;
 }
 
@@ -324,16 +330,17 @@ int tsr_tensor_requires_grad(const tsr_tensor *tensor) {
 }
 
 int tsr_tensor_is_leaf(const tsr_tensor *tensor) {
-  return tensor != NULL && tensor->ext_node == NULL;
+  return tensor != NULL && tsr_tensor_ext_get(tensor)->node == NULL;
 }
 
 const char *tsr_tensor_grad_fn_name(const tsr_tensor *tensor) {
-  return tensor != NULL && tensor->ext_node != NULL ? node_of(tensor)->name : NULL;
+  return tensor != NULL && tsr_tensor_ext_get(tensor)->node != NULL ? node_of(tensor)->name : NULL;
 }
 
 // A new handle on |t|'s storage with no autograd state.
 static tsr_tensor *plain_alias(const tsr_tensor *t) {
-  return tsr_tensor_make(t->storage, t->dtype, t->rank, t->sizes, t->strides, t->offset);
+  return tsr_tensor_view_create(t, tsr_tensor_rank(t), tsr_tensor_sizes(t), tsr_tensor_strides(t),
+                                tsr_tensor_offset(t));
 }
 
 tsr_tensor *tsr_tensor_grad(const tsr_tensor *tensor) {
@@ -341,18 +348,21 @@ tsr_tensor *tsr_tensor_grad(const tsr_tensor *tensor) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_grad: tensor is NULL");
     return NULL;
   }
-  return tensor->ext_tensor != NULL ? plain_alias(tensor->ext_tensor) : NULL;
+  const tsr_tensor *grad = tsr_tensor_ext_get(tensor)->tensor;
+  return grad != NULL ? plain_alias(grad) : NULL;
 }
 
 tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
   if (tensor == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_grad_set: tensor is NULL");
   if (grad != NULL) {
-    int same = grad->rank == tensor->rank && grad->dtype == tensor->dtype &&
-               grad->device == tensor->device;
-    for (int32_t d = 0; same && d < grad->rank; ++d) same = grad->sizes[d] == tensor->sizes[d];
+    int same = tsr_tensor_rank(grad) == tsr_tensor_rank(tensor) &&
+               tsr_tensor_dtype(grad) == tsr_tensor_dtype(tensor) &&
+               tsr_tensor_device(grad) == tsr_tensor_device(tensor);
+    for (int32_t d = 0; same && d < tsr_tensor_rank(grad); ++d)
+      same = tsr_tensor_sizes(grad)[d] == tsr_tensor_sizes(tensor)[d];
     if (!same) {
-      return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+      return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                       "tensor_grad_set: the gradient's dtype, sizes or device differ from the "
                       "tensor's");
     }
@@ -360,12 +370,13 @@ tsr_status tsr_tensor_grad_set(tsr_tensor *tensor, tsr_tensor *grad) {
     grad = plain_alias(grad);
     tsr_scope_resume(previous);
     if (grad == NULL)
-      return tsr_fail(tensor->device, TSR_OUT_OF_MEMORY, "tensor_grad_set: %s",
+      return tsr_fail(tsr_tensor_device(tensor), TSR_OUT_OF_MEMORY, "tensor_grad_set: %s",
                       tsr_error_message());
   }
-  tsr_tensor *old = tensor->ext_tensor;
-  tensor->ext_tensor = grad;
-  if (grad != NULL) tensor->ext_release = tensor_ext_release;
+  tsr_tensor_ext *ext = tsr_tensor_ext_get(tensor);
+  tsr_tensor *old = ext->tensor;
+  ext->tensor = grad;
+  if (grad != NULL) ext->release = tensor_ext_release;
   tsr_tensor_release(old);
   return TSR_OK;
 }
@@ -423,13 +434,15 @@ static tsr_status grad_accumulate(tsr_tensor **slot, tsr_tensor *g) {
 // A leaf's gradient is its own contiguous tensor, so that a user or an
 // optimizer may update it in place without touching another tensor.
 static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
-  if (leaf->ext_tensor != NULL)
-    return grad_accumulate(&leaf->ext_tensor, g);
+  tsr_tensor_ext *leaf_ext = tsr_tensor_ext_get(leaf);
+  if (leaf_ext->tensor != NULL)
+    return grad_accumulate(&leaf_ext->tensor, g);
   tsr_tensor *own = g;
-  int shared = atomic_load(&g->refs) > 1 || atomic_load(&g->storage->refs) > 1 ||
-               !tsr_tensor_is_contiguous(g) || g->offset != 0 || g->ext_node != NULL;
+  int shared = tsr_tensor_is_shared(g) || !tsr_tensor_is_contiguous(g) ||
+               tsr_tensor_offset(g) != 0 || tsr_tensor_ext_get(g)->node != NULL;
   if (shared) {
-    own = tsr_tensor_alloc("backward", g->device, g->dtype, g->rank, g->sizes);
+    own = tsr_tensor_alloc("backward", tsr_tensor_device(g), tsr_tensor_dtype(g),
+                           tsr_tensor_rank(g), tsr_tensor_sizes(g));
     if (own == NULL || tsr_copy_(own, g) != TSR_OK) {
       tsr_tensor_release(own);
       tsr_tensor_release(g);
@@ -437,8 +450,8 @@ static tsr_status leaf_accumulate(tsr_tensor *leaf, tsr_tensor *g) {
     }
     tsr_tensor_release(g);
   }
-  leaf->ext_tensor = own;
-  leaf->ext_release = tensor_ext_release;
+  leaf_ext->tensor = own;
+  leaf_ext->release = tensor_ext_release;
   return TSR_OK;
 }
 
@@ -447,16 +460,16 @@ static tsr_status check_versions(const tsr_ag_node *n) {
     const tsr_tensor *t = n->inputs[i];
     if (t == NULL || !((n->reads_inputs >> i) & 1u))
       continue;
-    if (atomic_load(&t->storage->version) != n->input_versions[i]) {
-      return tsr_fail(t->device, TSR_INVALID_ARGUMENT,
+    if (tsr_tensor_storage_version(t) != n->input_versions[i]) {
+      return tsr_fail(tsr_tensor_device(t), TSR_INVALID_ARGUMENT,
                       "backward: input %d of %s was modified in place after it was recorded; "
                       "its gradient would be wrong",
                       i, n->name);
     }
   }
   for (int32_t i = 0; i < n->num_saved; ++i) {
-    if (atomic_load(&n->saved[i]->storage->version) != n->saved_versions[i]) {
-      return tsr_fail(n->saved[i]->device, TSR_INVALID_ARGUMENT,
+    if (tsr_tensor_storage_version(n->saved[i]) != n->saved_versions[i]) {
+      return tsr_fail(tsr_tensor_device(n->saved[i]), TSR_INVALID_ARGUMENT,
                       "backward: a tensor saved by %s was modified in place after it was "
                       "recorded; its gradient would be wrong",
                       n->name);
@@ -467,14 +480,16 @@ static tsr_status check_versions(const tsr_ag_node *n) {
 
 static tsr_status shape_check(const tsr_ag_node *n, int32_t i, const tsr_tensor *g) {
   const tsr_tensor *t = n->inputs[i];
-  int same = g->rank == t->rank && g->dtype == t->dtype;
-  for (int32_t d = 0; same && d < g->rank; ++d) same = g->sizes[d] == t->sizes[d];
+  int same = tsr_tensor_rank(g) == tsr_tensor_rank(t) && tsr_tensor_dtype(g) == tsr_tensor_dtype(t);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(g); ++d)
+    same = tsr_tensor_sizes(g)[d] == tsr_tensor_sizes(t)[d];
   if (same)
     return TSR_OK;
-  return tsr_fail(t->device, TSR_INTERNAL,
+  return tsr_fail(tsr_tensor_device(t), TSR_INTERNAL,
                   "backward: the rule of %s gave input %d a gradient of rank %d dtype %d for a "
                   "tensor of rank %d dtype %d",
-                  n->name, i, g->rank, g->dtype, t->rank, t->dtype);
+                  n->name, i, tsr_tensor_rank(g), tsr_tensor_dtype(g), tsr_tensor_rank(t),
+                  tsr_tensor_dtype(t));
 }
 
 // Collects the nodes reachable from |root| into tls_order (each retained).
@@ -501,7 +516,7 @@ static tsr_status collect(tsr_ag_node *root, size_t *out_count) {
     }
     for (int32_t i = 0; i < n->num_inputs; ++i) {
       tsr_tensor *t = n->inputs[i];
-      if (t == NULL || t->ext_node == NULL || !tsr_ag_needs_grad(n, i))
+      if (t == NULL || tsr_tensor_ext_get(t)->node == NULL || !tsr_ag_needs_grad(n, i))
         continue;
       tsr_ag_node *c = node_of(t);
       if (c->visit == pass)
@@ -541,7 +556,7 @@ static tsr_status run_node(tsr_ag_node *n, uint32_t flags) {
         tsr_tensor_release(g);
         continue;
       }
-      if (t->ext_node != NULL) {
+      if (tsr_tensor_ext_get(t)->node != NULL) {
         status = grad_accumulate(&node_of(t)->grad, g);
       } else {
         status = leaf_accumulate(t, g);
@@ -559,24 +574,27 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
   if (root == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "backward: root is NULL");
   if (!requires_grad(root)) {
-    return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(root), TSR_INVALID_ARGUMENT,
                     "backward: the root does not require grad (no input of the ops that made "
                     "it requires grad, or grad mode was off)");
   }
   if (flags & ~(uint32_t)TSR_BACKWARD_RETAIN_GRAPH) {
-    return tsr_fail(root->device, TSR_INVALID_ARGUMENT, "backward: unknown flags 0x%x", flags);
+    return tsr_fail(tsr_tensor_device(root), TSR_INVALID_ARGUMENT, "backward: unknown flags 0x%x",
+                    flags);
   }
   if (grad == NULL && tsr_tensor_numel(root) != 1) {
-    return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(root), TSR_INVALID_ARGUMENT,
                     "backward: the root has %lld elements; pass its gradient explicitly",
                     (long long)tsr_tensor_numel(root));
   }
   if (grad != NULL) {
-    int same =
-        grad->rank == root->rank && grad->dtype == root->dtype && grad->device == root->device;
-    for (int32_t d = 0; same && d < grad->rank; ++d) same = grad->sizes[d] == root->sizes[d];
+    int same = tsr_tensor_rank(grad) == tsr_tensor_rank(root) &&
+               tsr_tensor_dtype(grad) == tsr_tensor_dtype(root) &&
+               tsr_tensor_device(grad) == tsr_tensor_device(root);
+    for (int32_t d = 0; same && d < tsr_tensor_rank(grad); ++d)
+      same = tsr_tensor_sizes(grad)[d] == tsr_tensor_sizes(root)[d];
     if (!same) {
-      return tsr_fail(root->device, TSR_INVALID_ARGUMENT,
+      return tsr_fail(tsr_tensor_device(root), TSR_INVALID_ARGUMENT,
                       "backward: grad must have the root's dtype, sizes and device");
     }
   }
@@ -585,12 +603,13 @@ tsr_status tsr_backward(tsr_tensor *root, tsr_tensor *grad, uint32_t flags) {
   tsr_status status = TSR_OK;
   tsr_tensor *seed = grad != NULL
                          ? plain_alias(grad)
-                         : tsr_tensor_full(root->device, root->dtype, root->rank, root->sizes, 1.0);
+                         : tsr_tensor_full(tsr_tensor_device(root), tsr_tensor_dtype(root),
+                                           tsr_tensor_rank(root), tsr_tensor_sizes(root), 1.0);
   if (seed == NULL) {
     status = tsr_error_status();
     goto done;
   }
-  if (root->ext_node == NULL) {
+  if (tsr_tensor_ext_get(root)->node == NULL) {
     status = leaf_accumulate(root, seed);
     goto done;
   }
@@ -616,6 +635,6 @@ done:
   tsr_scope_resume(scope);
   tsr_grad_mode_set(mode);
   if (status != TSR_OK)
-    tsr_context_fail(root->device->owner, status);
+    tsr_context_fail(tsr_device_context_get(tsr_tensor_device(root)), status);
   return status;
 }

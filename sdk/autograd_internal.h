@@ -24,7 +24,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 #define TSR_AG_MAX_SAVED 4

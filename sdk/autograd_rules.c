@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 
 // --- helpers --------------------------------------------------------------------
 
@@ -13,7 +13,7 @@
 static tsr_tensor *scale(tsr_tensor *t, double c) {
   if (c == 1.0)
     return tsr_detach(t);
-  tsr_tensor *k = tsr_tensor_full(t->device, t->dtype, 0, NULL, c);
+  tsr_tensor *k = tsr_tensor_full(tsr_tensor_device(t), tsr_tensor_dtype(t), 0, NULL, c);
   if (k == NULL)
     return NULL;
   tsr_tensor *r = tsr_mul(t, k);
@@ -39,7 +39,7 @@ static tsr_status give(const tsr_ag_node *n, int32_t i, tsr_tensor *g, tsr_tenso
     return TSR_OK;
   }
   const tsr_tensor *t = n->inputs[i];
-  out_dx[i] = tsr_ag_reduce_to(g, t->rank, t->sizes);
+  out_dx[i] = tsr_ag_reduce_to(g, tsr_tensor_rank(t), tsr_tensor_sizes(t));
   tsr_tensor_release(g);
   return out_dx[i] != NULL ? TSR_OK : tsr_error_status();
 }
@@ -117,9 +117,9 @@ static tsr_status binary_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
       // The larger (smaller) operand takes the gradient; a tie splits it.
       tsr_compare_fn_t win = fn == TSR_BINARY_MAXIMUM ? TSR_COMPARE_GT : TSR_COMPARE_LT;
       tsr_compare_fn_t lose = fn == TSR_BINARY_MAXIMUM ? TSR_COMPARE_LT : TSR_COMPARE_GT;
-      tsr_tensor *wa = mask_of(tsr_compare(a, b, win), dy->dtype);
-      tsr_tensor *wb = mask_of(tsr_compare(a, b, lose), dy->dtype);
-      tsr_tensor *eq = mask_of(tsr_compare(a, b, TSR_COMPARE_EQ), dy->dtype);
+      tsr_tensor *wa = mask_of(tsr_compare(a, b, win), tsr_tensor_dtype(dy));
+      tsr_tensor *wb = mask_of(tsr_compare(a, b, lose), tsr_tensor_dtype(dy));
+      tsr_tensor *eq = mask_of(tsr_compare(a, b, TSR_COMPARE_EQ), tsr_tensor_dtype(dy));
       tsr_tensor *half = eq ? scale(eq, 0.5) : NULL;
       tsr_tensor *fa = wa && half ? tsr_add(wa, half) : NULL;
       tsr_tensor *fb = wb && half ? tsr_add(wb, half) : NULL;
@@ -131,7 +131,7 @@ static tsr_status binary_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
     }
     case TSR_BINARY_POW: {
       // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b ln a.
-      tsr_tensor *one = tsr_tensor_full(dy->device, dy->dtype, 0, NULL, 1.0);
+      tsr_tensor *one = tsr_tensor_full(tsr_tensor_device(dy), tsr_tensor_dtype(dy), 0, NULL, 1.0);
       tsr_tensor *bm1 = one ? tsr_sub(b, one) : NULL;
       tsr_tensor *p = bm1 ? tsr_binary(a, bm1, TSR_BINARY_POW, 1.0) : NULL;
       tsr_tensor *bp = p ? tsr_mul(b, p) : NULL;
@@ -150,7 +150,8 @@ static tsr_status binary_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
       break;
     }
     default:
-      return tsr_fail(dy->device, TSR_INTERNAL, "binary backward: function %d has no rule", fn);
+      return tsr_fail(tsr_tensor_device(dy), TSR_INTERNAL,
+                      "binary backward: function %d has no rule", fn);
   }
   tsr_status status = TSR_OK;
   if (tsr_ag_needs_grad(n, 0)) {
@@ -190,7 +191,7 @@ tsr_status tsr_ag_record_binary(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, t
 // --- where, clamp -------------------------------------------------------------------
 
 static tsr_status where_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
-  tsr_tensor *zero = tsr_tensor_full(dy->device, dy->dtype, 0, NULL, 0.0);
+  tsr_tensor *zero = tsr_tensor_full(tsr_tensor_device(dy), tsr_tensor_dtype(dy), 0, NULL, 0.0);
   if (zero == NULL)
     return tsr_error_status();
   tsr_status status = TSR_OK;
@@ -219,14 +220,14 @@ static tsr_status clamp_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
   tsr_tensor *x = n->inputs[0];
   tsr_tensor *pass = NULL;
   if (attrs.has_min) {
-    tsr_tensor *lo = tsr_tensor_full(x->device, x->dtype, 0, NULL, attrs.min);
+    tsr_tensor *lo = tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), 0, NULL, attrs.min);
     pass = lo ? tsr_compare(x, lo, TSR_COMPARE_GE) : NULL;
     tsr_tensor_release(lo);
     if (pass == NULL)
       return tsr_error_status();
   }
   if (attrs.has_max) {
-    tsr_tensor *hi = tsr_tensor_full(x->device, x->dtype, 0, NULL, attrs.max);
+    tsr_tensor *hi = tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), 0, NULL, attrs.max);
     tsr_tensor *le = hi ? tsr_compare(x, hi, TSR_COMPARE_LE) : NULL;
     tsr_tensor_release(hi);
     if (le == NULL) {
@@ -246,7 +247,7 @@ static tsr_status clamp_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
   }
   if (pass == NULL)
     return give(n, 0, tsr_detach(dy), out_dx);
-  tsr_tensor *zero = tsr_tensor_full(dy->device, dy->dtype, 0, NULL, 0.0);
+  tsr_tensor *zero = tsr_tensor_full(tsr_tensor_device(dy), tsr_tensor_dtype(dy), 0, NULL, 0.0);
   tsr_tensor *dx = zero ? tsr_where(pass, dy, zero) : NULL;
   tsr_tensor_release(zero);
   tsr_tensor_release(pass);
@@ -268,15 +269,16 @@ static tsr_tensor *keepdim_grad(const tsr_ag_node *n, tsr_tensor *dy) {
   const tsr_tensor *x = n->inputs[0];
   uint32_t mask = (uint32_t)n->ints[1];
   int64_t sizes[TSR_MAX_RANK];
-  for (int32_t d = 0; d < x->rank; ++d) sizes[d] = (mask >> d) & 1u ? 1 : x->sizes[d];
-  return tsr_reshape(dy, x->rank, sizes);
+  for (int32_t d = 0; d < tsr_tensor_rank(x); ++d)
+    sizes[d] = (mask >> d) & 1u ? 1 : tsr_tensor_sizes(x)[d];
+  return tsr_reshape(dy, tsr_tensor_rank(x), sizes);
 }
 
 static tsr_tensor *expand_to_input(const tsr_ag_node *n, tsr_tensor *g) {
   if (g == NULL)
     return NULL;
   const tsr_tensor *x = n->inputs[0];
-  tsr_tensor *e = tsr_expand(g, x->rank, x->sizes);
+  tsr_tensor *e = tsr_expand(g, tsr_tensor_rank(x), tsr_tensor_sizes(x));
   tsr_tensor_release(g);
   return e;
 }
@@ -300,10 +302,10 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
     case TSR_REDUCE_MIN: {
       // Every element equal to the extreme shares the gradient equally.
       tsr_tensor *y = n->saved[0];
-      tsr_tensor *hit = mask_of(tsr_compare(x, y, TSR_COMPARE_EQ), x->dtype);
+      tsr_tensor *hit = mask_of(tsr_compare(x, y, TSR_COMPARE_EQ), tsr_tensor_dtype(x));
       uint32_t mask = (uint32_t)n->ints[1];
       int32_t axes[TSR_MAX_RANK], k = 0;
-      for (int32_t d = 0; d < x->rank; ++d) {
+      for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
         if ((mask >> d) & 1u)
           axes[k++] = d;
       }
@@ -321,16 +323,16 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
       tsr_tensor *y = n->saved[0];
       uint32_t mask = (uint32_t)n->ints[1];
       int32_t axes[TSR_MAX_RANK], k = 0;
-      for (int32_t d = 0; d < x->rank; ++d) {
+      for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
         if ((mask >> d) & 1u)
           axes[k++] = d;
       }
-      tsr_tensor *zero = tsr_tensor_full(x->device, x->dtype, 0, NULL, 0.0);
-      tsr_tensor *one = tsr_tensor_full(x->device, x->dtype, 0, NULL, 1.0);
+      tsr_tensor *zero = tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), 0, NULL, 0.0);
+      tsr_tensor *one = tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), 0, NULL, 1.0);
       tsr_tensor *is0 = zero ? tsr_compare(x, zero, TSR_COMPARE_EQ) : NULL;
       tsr_tensor *nz = is0 ? tsr_where(is0, one, x) : NULL;
       tsr_tensor *pnz = nz ? tsr_reduce(nz, TSR_REDUCE_PROD, k, axes, 1) : NULL;
-      tsr_tensor *zf = is0 ? tsr_cast(is0, x->dtype) : NULL;
+      tsr_tensor *zf = is0 ? tsr_cast(is0, tsr_tensor_dtype(x)) : NULL;
       tsr_tensor *zc = zf ? tsr_reduce(zf, TSR_REDUCE_SUM, k, axes, 1) : NULL;
       tsr_tensor *single = zc && one ? tsr_compare(zc, one, TSR_COMPARE_EQ) : NULL;
       tsr_tensor *at0 = single ? tsr_where(single, pnz, zero) : NULL;
@@ -343,7 +345,8 @@ static tsr_status reduce_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tens
     }
     default:
       tsr_tensor_release(g);
-      return tsr_fail(dy->device, TSR_INTERNAL, "reduce backward: function %d has no rule", fn);
+      return tsr_fail(tsr_tensor_device(dy), TSR_INTERNAL,
+                      "reduce backward: function %d has no rule", fn);
   }
 }
 
@@ -367,7 +370,8 @@ tsr_status tsr_ag_record_reduce(tsr_tensor *out, tsr_tensor *kept, tsr_tensor *x
 // True when |t| is a 2-D column-major matrix (a transposed contiguous one,
 // as Linear's weight^T is).
 static int column_major(const tsr_tensor *t) {
-  return t->rank == 2 && t->strides[0] == 1 && t->sizes[1] > 1 && t->strides[1] == t->sizes[0];
+  return tsr_tensor_rank(t) == 2 && tsr_tensor_strides(t)[0] == 1 && tsr_tensor_sizes(t)[1] > 1 &&
+         tsr_tensor_strides(t)[1] == tsr_tensor_sizes(t)[0];
 }
 
 // The gradient of one matmul operand: da = g @ b^T (|which| 0) or
@@ -377,7 +381,7 @@ static int column_major(const tsr_tensor *t) {
 // the operand's own layout: for Linear, the weight's gradient is then
 // contiguous and is not copied again on its way to the leaf.
 static tsr_tensor *operand_grad(tsr_tensor *g, tsr_tensor *other, tsr_tensor *self, int which) {
-  if (column_major(self) && g->rank == 2 && other->rank == 2) {
+  if (column_major(self) && tsr_tensor_rank(g) == 2 && tsr_tensor_rank(other) == 2) {
     tsr_tensor *gt = tsr_transpose(g, 0, 1);
     tsr_tensor *product = NULL;
     if (gt != NULL) {
@@ -434,7 +438,7 @@ tsr_status tsr_ag_record_matmul(tsr_tensor *out, tsr_tensor *a, tsr_tensor *b, t
 
 static tsr_status reshape_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
   const tsr_tensor *x = n->inputs[0];
-  return give(n, 0, tsr_reshape(dy, x->rank, x->sizes), out_dx);
+  return give(n, 0, tsr_reshape(dy, tsr_tensor_rank(x), tsr_tensor_sizes(x)), out_dx);
 }
 
 static tsr_status record_routing(const char *name, tsr_ag_backward_fn fn, tsr_tensor *out,
@@ -451,7 +455,7 @@ tsr_status tsr_ag_record_reshape(tsr_tensor *out, tsr_tensor *x) {
 }
 
 static tsr_status permute_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
-  int32_t rank = n->inputs[0]->rank;
+  int32_t rank = tsr_tensor_rank(n->inputs[0]);
   int32_t inverse[TSR_MAX_RANK];
   for (int32_t d = 0; d < rank; ++d) inverse[n->ints[d]] = d;
   return give(n, 0, tsr_permute(dy, rank, inverse), out_dx);
@@ -461,7 +465,8 @@ tsr_status tsr_ag_record_permute(tsr_tensor *out, tsr_tensor *x, const int32_t *
   tsr_ag_node *node;
   TSR_RETURN_IF_ERROR(record_routing("permute", permute_backward, out, x, &node));
   if (node != NULL) {
-    for (int32_t d = 0; d < x->rank; ++d) node->ints[d] = dims[d] < 0 ? dims[d] + x->rank : dims[d];
+    for (int32_t d = 0; d < tsr_tensor_rank(x); ++d)
+      node->ints[d] = dims[d] < 0 ? dims[d] + tsr_tensor_rank(x) : dims[d];
   }
   return TSR_OK;
 }
@@ -470,12 +475,13 @@ static tsr_status slice_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tenso
   const tsr_tensor *x = n->inputs[0];
   int32_t dim = (int32_t)n->ints[0];
   int64_t start = n->ints[1], step = n->ints[2];
-  tsr_tensor *dx = tsr_tensor_full(x->device, x->dtype, x->rank, x->sizes, 0.0);
+  tsr_tensor *dx = tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), tsr_tensor_rank(x),
+                                   tsr_tensor_sizes(x), 0.0);
   if (dx == NULL)
     return tsr_error_status();
-  int64_t end = start + dy->sizes[dim] * step;
-  if (end > x->sizes[dim])
-    end = x->sizes[dim];
+  int64_t end = start + tsr_tensor_sizes(dy)[dim] * step;
+  if (end > tsr_tensor_sizes(x)[dim])
+    end = tsr_tensor_sizes(x)[dim];
   tsr_tensor *window = tsr_slice(dx, dim, start, end, step);
   tsr_status status = window ? tsr_copy_(window, dy) : tsr_error_status();
   tsr_tensor_release(window);
@@ -518,11 +524,13 @@ tsr_status tsr_ag_record_identity(tsr_tensor *out, tsr_tensor *x) {
 
 static tsr_status cast_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor **out_dx) {
   const tsr_tensor *x = n->inputs[0];
-  tsr_tensor *g = x->device == dy->device ? tsr_detach(dy) : tsr_tensor_to_device(dy, x->device);
+  tsr_tensor *g = tsr_tensor_device(x) == tsr_tensor_device(dy)
+                      ? tsr_detach(dy)
+                      : tsr_tensor_to_device(dy, tsr_tensor_device(x));
   if (g == NULL)
     return tsr_error_status();
-  if (g->dtype != x->dtype) {
-    tsr_tensor *c = tsr_cast(g, x->dtype);
+  if (tsr_tensor_dtype(g) != tsr_tensor_dtype(x)) {
+    tsr_tensor *c = tsr_cast(g, tsr_tensor_dtype(x));
     tsr_tensor_release(g);
     g = c;
   }
@@ -530,7 +538,7 @@ static tsr_status cast_backward(const tsr_ag_node *n, tsr_tensor *dy, tsr_tensor
 }
 
 tsr_status tsr_ag_record_cast(tsr_tensor *out, tsr_tensor *x) {
-  tsr_dtype_t dt = out->dtype;
+  tsr_dtype_t dt = tsr_tensor_dtype(out);
   int float_out = dt == TSR_FLOAT32 || dt == TSR_FLOAT64 || dt == TSR_BFLOAT16 || dt == TSR_FLOAT16;
   if (!float_out)
     return TSR_OK;  // an integer result carries no gradient

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 
 #include "autograd_internal.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 #include "sdk_errors.h"
 
@@ -41,7 +40,8 @@ tsr_tensor *tsr_ones(tsr_device *device, tsr_dtype_t dtype, int32_t rank, const 
 tsr_tensor *tsr_full_like(const tsr_tensor *like, double value) {
   if (like == NULL)
     return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "full_like: like is NULL");
-  return filled("full_like", like->device, like->dtype, like->rank, like->sizes, value);
+  return filled("full_like", tsr_tensor_device(like), tsr_tensor_dtype(like), tsr_tensor_rank(like),
+                tsr_tensor_sizes(like), value);
 }
 
 // Largest element count arange computes on the host; beyond 2^53 the double
@@ -131,30 +131,30 @@ static tsr_status rng_args_check(const char *what, const tsr_tensor *tensor,
   switch (distribution) {
     case TSR_RNG_UNIFORM:
       if (!isfinite(a) || !isfinite(b) || a > b) {
-        return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                         "%s: uniform bounds [%g, %g) must be finite with low <= high", what, a, b);
       }
       break;
     case TSR_RNG_NORMAL:
       if (!isfinite(a) || !isfinite(b) || b < 0.0) {
-        return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                         "%s: normal mean %g and std %g must be finite with std >= 0", what, a, b);
       }
       break;
     case TSR_RNG_BERNOULLI:
       if (!(a >= 0.0 && a <= 1.0)) {
-        return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                         "%s: bernoulli probability %g is outside [0, 1]", what, a);
       }
       break;
     default:
-      return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+      return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                       "%s: distribution %d is not a tsr_rng_distribution_t", what, distribution);
   }
-  if (distribution != TSR_RNG_BERNOULLI && !dtype_is_float(tensor->dtype)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  if (distribution != TSR_RNG_BERNOULLI && !dtype_is_float(tsr_tensor_dtype(tensor))) {
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "%s: uniform and normal numbers need a float dtype, the tensor has dtype %d",
-                    what, tensor->dtype);
+                    what, tsr_tensor_dtype(tensor));
   }
   return TSR_OK;
 }
@@ -173,7 +173,7 @@ static tsr_tensor *random_tensor(const char *what, tsr_device *device, tsr_dtype
   tsr_tensor *t = tsr_tensor_alloc(what, device, dtype, rank, sizes);
   if (t == NULL)
     return NULL;
-  tsr_context *context = tsr_device_context(device);
+  tsr_context *context = tsr_device_context_get(device);
   if (rng_args_check(what, t, distribution, a, b) != TSR_OK) {
     tsr_tensor_release(t);
     return NULL;
@@ -202,7 +202,7 @@ tsr_status tsr_rng_fill_(tsr_tensor *tensor, tsr_rng_distribution_t distribution
     return tsr_error_set(TSR_INVALID_ARGUMENT, "rng_fill_: tensor is NULL");
   TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("rng_fill_", tensor));
   TSR_RETURN_IF_ERROR(rng_args_check("rng_fill_", tensor, distribution, a, b));
-  tsr_context *context = tsr_device_context(tensor->device);
+  tsr_context *context = tsr_device_context_get(tsr_tensor_device(tensor));
   uint64_t offset = tsr_context_rng_claim(context, (uint64_t)tsr_tensor_numel(tensor));
   return rng_run("rng_fill_", tensor, distribution, a, b, tsr_context_seed(context), offset);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "autograd_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 
 void tsr_gradcheck_options_init(tsr_gradcheck_options *options) {
   if (options == NULL)
@@ -32,7 +32,7 @@ static double *host_values(tsr_tensor *t) {
     tsr_error_set(TSR_OUT_OF_MEMORY, "gradcheck: no host memory for %lld values", (long long)n);
     return NULL;
   }
-  tsr_tensor *c = t->dtype == TSR_FLOAT64 ? tsr_detach(t) : tsr_cast(t, TSR_FLOAT64);
+  tsr_tensor *c = tsr_tensor_dtype(t) == TSR_FLOAT64 ? tsr_detach(t) : tsr_cast(t, TSR_FLOAT64);
   tsr_status status = c ? tsr_tensor_to_host(c, v, (size_t)n * sizeof(double)) : tsr_error_status();
   tsr_tensor_release(c);
   if (status != TSR_OK) {
@@ -70,8 +70,9 @@ static tsr_status projected(check_state *s, double *out_l) {
       args[i] = tsr_tensor_retain(s->args[i]);
       continue;
     }
-    args[i] = tsr_tensor_from_host(s->args[i]->device, TSR_FLOAT64, s->args[i]->rank,
-                                   s->args[i]->sizes, s->values[i]);
+    args[i] = tsr_tensor_from_host(tsr_tensor_device(s->args[i]), TSR_FLOAT64,
+                                   tsr_tensor_rank(s->args[i]), tsr_tensor_sizes(s->args[i]),
+                                   s->values[i]);
     if (args[i] == NULL) {
       for (int32_t k = 0; k < i; ++k) {
         if (s->values[k] == NULL) {
@@ -120,8 +121,9 @@ static tsr_status analytic(check_state *s, const tsr_gradcheck_options *o, doubl
       leaves[i] = tsr_tensor_retain(s->args[i]);
       continue;
     }
-    leaves[i] = tsr_tensor_from_host(s->args[i]->device, TSR_FLOAT64, s->args[i]->rank,
-                                     s->args[i]->sizes, s->values[i]);
+    leaves[i] = tsr_tensor_from_host(tsr_tensor_device(s->args[i]), TSR_FLOAT64,
+                                     tsr_tensor_rank(s->args[i]), tsr_tensor_sizes(s->args[i]),
+                                     s->values[i]);
     status = leaves[i] ? tsr_tensor_requires_grad_set(leaves[i], 1) : tsr_error_status();
   }
   if (status == TSR_OK) {
@@ -132,10 +134,10 @@ static tsr_status analytic(check_state *s, const tsr_gradcheck_options *o, doubl
                    : tsr_error_set(TSR_INVALID_ARGUMENT, "gradcheck: the function returned NULL");
     }
   }
-  if (status == TSR_OK && y->dtype != TSR_FLOAT64) {
-    status =
-        tsr_error_set(TSR_INVALID_ARGUMENT,
-                      "gradcheck: the function returned dtype %d for float64 inputs", y->dtype);
+  if (status == TSR_OK && tsr_tensor_dtype(y) != TSR_FLOAT64) {
+    status = tsr_error_set(TSR_INVALID_ARGUMENT,
+                           "gradcheck: the function returned dtype %d for float64 inputs",
+                           tsr_tensor_dtype(y));
   }
   if (status == TSR_OK) {
     s->out_numel = tsr_tensor_numel(y);
@@ -146,7 +148,8 @@ static tsr_status analytic(check_state *s, const tsr_gradcheck_options *o, doubl
   if (status == TSR_OK) {
     uint64_t state = o->seed;
     for (int64_t k = 0; k < s->out_numel; ++k) s->r[k] = weight(&state);
-    rt = tsr_tensor_from_host(y->device, TSR_FLOAT64, y->rank, y->sizes, s->r);
+    rt = tsr_tensor_from_host(tsr_tensor_device(y), TSR_FLOAT64, tsr_tensor_rank(y),
+                              tsr_tensor_sizes(y), s->r);
     status = rt ? TSR_OK : tsr_error_status();
   }
   if (status == TSR_OK && !tsr_tensor_requires_grad(y)) {
@@ -227,7 +230,7 @@ tsr_status tsr_gradcheck(tsr_gradcheck_fn fn, void *user, int32_t num_inputs,
       break;
     }
     s.args[i] = inputs[i];
-    if (!is_float(inputs[i]->dtype) || !((o.check_mask >> i) & 1u))
+    if (!is_float(tsr_tensor_dtype(inputs[i])) || !((o.check_mask >> i) & 1u))
       continue;
     s.values[i] = host_values(inputs[i]);
     if (s.values[i] == NULL)

@@ -2,12 +2,11 @@
 #include <string.h>
 
 #include "autograd_rules.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 static tsr_tensor *op_fail(const tsr_tensor *t, tsr_status status) {
-  tsr_fail(t ? t->device : NULL, status, "%s", tsr_error_message());
+  tsr_fail(t ? tsr_tensor_device(t) : NULL, status, "%s", tsr_error_message());
   return NULL;
 }
 
@@ -15,12 +14,17 @@ static tsr_tensor *op_fail(const tsr_tensor *t, tsr_status status) {
 static tsr_status broadcast_shape(const char *what, int32_t count, tsr_tensor *const *ts,
                                   int32_t *out_rank, int64_t *out_sizes) {
   int32_t rank = 0;
-  for (int32_t i = 0; i < count; ++i) rank = ts[i]->rank > rank ? ts[i]->rank : rank;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t rank_i = tsr_tensor_rank(ts[i]);
+    rank = rank_i > rank ? rank_i : rank;
+  }
   for (int32_t d = 0; d < rank; ++d) out_sizes[d] = 1;
   for (int32_t i = 0; i < count; ++i) {
-    int32_t shift = rank - ts[i]->rank;
-    for (int32_t d = 0; d < ts[i]->rank; ++d) {
-      int64_t s = ts[i]->sizes[d];
+    int32_t rank_i = tsr_tensor_rank(ts[i]);
+    const int64_t *sizes_i = tsr_tensor_sizes(ts[i]);
+    int32_t shift = rank - rank_i;
+    for (int32_t d = 0; d < rank_i; ++d) {
+      int64_t s = sizes_i[d];
       int64_t *o = &out_sizes[d + shift];
       if (s == *o || s == 1) continue;
       if (*o == 1) {
@@ -54,7 +58,7 @@ static tsr_tensor *elementwise(tsr_op_id_t op, int32_t count, tsr_tensor *const 
   if (broadcast_shape(what, count, inputs, &rank, sizes) != TSR_OK) {
     return op_fail(inputs[0], TSR_INVALID_ARGUMENT);
   }
-  tsr_tensor *out = tsr_tensor_alloc(what, inputs[0]->device, out_dtype, rank, sizes);
+  tsr_tensor *out = tsr_tensor_alloc(what, tsr_tensor_device(inputs[0]), out_dtype, rank, sizes);
   if (out == NULL) return NULL;
   if (tsr_dispatch(op, count, inputs, 1, &out, attrs) != TSR_OK) {
     tsr_tensor_release(out);
@@ -76,7 +80,7 @@ tsr_tensor *tsr_unary(tsr_tensor *x, tsr_unary_fn_t fn, double alpha) {
     return NULL;
   }
   tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
-  tsr_tensor *out = elementwise(TSR_OP_UNARY, 1, &x, x->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_UNARY, 1, &x, tsr_tensor_dtype(x), &attrs);
   return recorded(out, out ? tsr_ag_record_unary(out, x, fn, alpha) : TSR_OK);
 }
 
@@ -93,14 +97,14 @@ tsr_tensor *tsr_unary_backward(tsr_tensor *dy, tsr_tensor *x, tsr_unary_fn_t fn,
   tsr_tensor *inputs[2] = {dy, x};
   if (check_inputs("unary_backward", 2, inputs) != TSR_OK) return NULL;
   tsr_unary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
-  return elementwise(TSR_OP_UNARY_BACKWARD, 2, inputs, x->dtype, &attrs);
+  return elementwise(TSR_OP_UNARY_BACKWARD, 2, inputs, tsr_tensor_dtype(x), &attrs);
 }
 
 tsr_tensor *tsr_binary(tsr_tensor *a, tsr_tensor *b, tsr_binary_fn_t fn, double alpha) {
   tsr_tensor *inputs[2] = {a, b};
   if (check_inputs("binary", 2, inputs) != TSR_OK) return NULL;
   tsr_binary_attrs attrs = {sizeof(attrs), fn, 0, alpha};
-  tsr_tensor *out = elementwise(TSR_OP_BINARY, 2, inputs, a->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_BINARY, 2, inputs, tsr_tensor_dtype(a), &attrs);
   return recorded(out, out ? tsr_ag_record_binary(out, a, b, fn, alpha) : TSR_OK);
 }
 
@@ -123,7 +127,7 @@ tsr_tensor *tsr_compare(tsr_tensor *a, tsr_tensor *b, tsr_compare_fn_t fn) {
 tsr_tensor *tsr_where(tsr_tensor *cond, tsr_tensor *a, tsr_tensor *b) {
   tsr_tensor *inputs[3] = {cond, a, b};
   if (check_inputs("where", 3, inputs) != TSR_OK) return NULL;
-  tsr_tensor *out = elementwise(TSR_OP_WHERE, 3, inputs, a->dtype, NULL);
+  tsr_tensor *out = elementwise(TSR_OP_WHERE, 3, inputs, tsr_tensor_dtype(a), NULL);
   return recorded(out, out ? tsr_ag_record_where(out, cond, a, b) : TSR_OK);
 }
 
@@ -133,16 +137,18 @@ tsr_tensor *tsr_clamp(tsr_tensor *x, int has_min, double min, int has_max, doubl
     return NULL;
   }
   tsr_clamp_attrs attrs = {sizeof(attrs), min, max, has_min != 0, has_max != 0};
-  tsr_tensor *out = elementwise(TSR_OP_CLAMP, 1, &x, x->dtype, &attrs);
+  tsr_tensor *out = elementwise(TSR_OP_CLAMP, 1, &x, tsr_tensor_dtype(x), &attrs);
   return recorded(out, out ? tsr_ag_record_clamp(out, x, &attrs) : TSR_OK);
 }
 
 // Drops the size-1 dims in |mask| from a contiguous result.
 static tsr_tensor *squeeze_mask(tsr_tensor *t, uint32_t mask) {
+  const int32_t t_rank = tsr_tensor_rank(t);
+  const int64_t *t_sizes = tsr_tensor_sizes(t);
   int64_t sizes[TSR_MAX_RANK];
   int32_t rank = 0;
-  for (int32_t d = 0; d < t->rank; ++d) {
-    if (!(mask & (1u << d))) sizes[rank++] = t->sizes[d];
+  for (int32_t d = 0; d < t_rank; ++d) {
+    if (!(mask & (1u << d))) sizes[rank++] = t_sizes[d];
   }
   tsr_tensor *v = tsr_view(t, rank, sizes);
   tsr_tensor_release(t);
@@ -155,22 +161,26 @@ tsr_tensor *tsr_reduce(tsr_tensor *x, tsr_reduce_fn_t fn, int32_t num_axes, cons
     tsr_error_set(TSR_INVALID_ARGUMENT, "reduce: %s", x ? "axes is NULL or negative count" : "x is NULL");
     return x ? op_fail(x, TSR_INVALID_ARGUMENT) : NULL;
   }
+  const int32_t rank = tsr_tensor_rank(x);
+  const int64_t *x_sizes = tsr_tensor_sizes(x);
   uint32_t mask = 0;
   if (num_axes == 0) {
-    mask = x->rank ? (1u << x->rank) - 1u : 0u;
+    mask = rank ? (1u << rank) - 1u : 0u;
   }
   for (int32_t i = 0; i < num_axes; ++i) {
-    int32_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
-    if (a < 0 || a >= x->rank || (mask & (1u << a))) {
-      tsr_error_set(TSR_INVALID_ARGUMENT, "reduce: axes[%d] = %d is out of range or repeated for "
-                    "rank %d", i, axes[i], x->rank);
+    int32_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank || (mask & (1u << a))) {
+      tsr_error_set(TSR_INVALID_ARGUMENT,
+                    "reduce: axes[%d] = %d is out of range or repeated for rank %d", i, axes[i],
+                    rank);
       return op_fail(x, TSR_INVALID_ARGUMENT);
     }
     mask |= 1u << a;
   }
   int64_t sizes[TSR_MAX_RANK];
-  for (int32_t d = 0; d < x->rank; ++d) sizes[d] = (mask & (1u << d)) ? 1 : x->sizes[d];
-  tsr_tensor *out = tsr_tensor_alloc("reduce", x->device, x->dtype, x->rank, sizes);
+  for (int32_t d = 0; d < rank; ++d) sizes[d] = (mask & (1u << d)) ? 1 : x_sizes[d];
+  tsr_tensor *out =
+      tsr_tensor_alloc("reduce", tsr_tensor_device(x), tsr_tensor_dtype(x), rank, sizes);
   if (out == NULL) return NULL;
   tsr_reduce_attrs attrs = {sizeof(attrs), fn, mask};
   if (tsr_dispatch(TSR_OP_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
@@ -187,15 +197,17 @@ tsr_tensor *tsr_arg_reduce(tsr_tensor *x, tsr_arg_reduce_fn_t fn, int32_t axis, 
     tsr_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: x is NULL");
     return NULL;
   }
-  int32_t a = axis < 0 ? axis + x->rank : axis;
-  if (a < 0 || a >= x->rank) {
-    tsr_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: axis %d for rank %d", axis, x->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x) : axis;
+  if (a < 0 || a >= tsr_tensor_rank(x)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "arg_reduce: axis %d for rank %d", axis,
+                  tsr_tensor_rank(x));
     return op_fail(x, TSR_INVALID_ARGUMENT);
   }
   int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, x->sizes, sizeof(sizes));
+  memcpy(sizes, tsr_tensor_sizes(x), sizeof(sizes));
   sizes[a] = 1;
-  tsr_tensor *out = tsr_tensor_alloc("arg_reduce", x->device, TSR_INT64, x->rank, sizes);
+  tsr_tensor *out =
+      tsr_tensor_alloc("arg_reduce", tsr_tensor_device(x), TSR_INT64, tsr_tensor_rank(x), sizes);
   if (out == NULL) return NULL;
   tsr_arg_reduce_attrs attrs = {sizeof(attrs), fn, a};
   if (tsr_dispatch(TSR_OP_ARG_REDUCE, 1, &x, 1, &out, &attrs) != TSR_OK) {
@@ -213,29 +225,35 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
     tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: activation %d is unknown", activation);
     return op_fail(a, TSR_INVALID_ARGUMENT);
   }
-  if (a->rank < 1 || b->rank < 1) {
+  if (tsr_tensor_rank(a) < 1 || tsr_tensor_rank(b) < 1) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: ranks %d and %d (rank 0 has no matrix product)",
-                  a->rank, b->rank);
+                  tsr_tensor_rank(a), tsr_tensor_rank(b));
     return op_fail(a, TSR_INVALID_ARGUMENT);
   }
   // Rank-1 operands become matrices as in NumPy, and the result loses the dim.
-  tsr_tensor *a2 = a->rank == 1 ? tsr_view(a, 2, (int64_t[]){1, a->sizes[0]}) : tsr_tensor_retain(a);
-  tsr_tensor *b2 = b->rank == 1 ? tsr_view(b, 2, (int64_t[]){b->sizes[0], 1}) : tsr_tensor_retain(b);
+  tsr_tensor *a2 = tsr_tensor_rank(a) == 1 ? tsr_view(a, 2, (int64_t[]){1, tsr_tensor_sizes(a)[0]})
+                                           : tsr_tensor_retain(a);
+  tsr_tensor *b2 = tsr_tensor_rank(b) == 1 ? tsr_view(b, 2, (int64_t[]){tsr_tensor_sizes(b)[0], 1})
+                                           : tsr_tensor_retain(b);
   tsr_tensor *out = NULL;
   if (a2 == NULL || b2 == NULL) goto done;
-  int64_t m = a2->sizes[a2->rank - 2], k = a2->sizes[a2->rank - 1];
-  int64_t k2 = b2->sizes[b2->rank - 2], n = b2->sizes[b2->rank - 1];
+  int64_t m = tsr_tensor_sizes(a2)[tsr_tensor_rank(a2) - 2],
+          k = tsr_tensor_sizes(a2)[tsr_tensor_rank(a2) - 1];
+  int64_t k2 = tsr_tensor_sizes(b2)[tsr_tensor_rank(b2) - 2],
+          n = tsr_tensor_sizes(b2)[tsr_tensor_rank(b2) - 1];
   if (k != k2) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: a is [..., %lld, %lld] and b is [..., %lld, %lld]; "
                   "the inner sizes differ", (long long)m, (long long)k, (long long)k2, (long long)n);
     op_fail(a, TSR_INVALID_ARGUMENT);
     goto done;
   }
-  int32_t rank = a2->rank > b2->rank ? a2->rank : b2->rank;
+  int32_t rank =
+      tsr_tensor_rank(a2) > tsr_tensor_rank(b2) ? tsr_tensor_rank(a2) : tsr_tensor_rank(b2);
   int64_t sizes[TSR_MAX_RANK];
   for (int32_t d = 0; d < rank - 2; ++d) {
-    int32_t da = d - (rank - a2->rank), db = d - (rank - b2->rank);
-    int64_t sa = da >= 0 ? a2->sizes[da] : 1, sb = db >= 0 ? b2->sizes[db] : 1;
+    int32_t da = d - (rank - tsr_tensor_rank(a2)), db = d - (rank - tsr_tensor_rank(b2));
+    int64_t sa = da >= 0 ? tsr_tensor_sizes(a2)[da] : 1,
+            sb = db >= 0 ? tsr_tensor_sizes(b2)[db] : 1;
     if (sa != sb && sa != 1 && sb != 1) {
       tsr_error_set(TSR_INVALID_ARGUMENT, "matmul: batch sizes %lld and %lld at dim %d do not "
                     "broadcast", (long long)sa, (long long)sb, d);
@@ -246,7 +264,7 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
   }
   sizes[rank - 2] = m;
   sizes[rank - 1] = n;
-  out = tsr_tensor_alloc("matmul", a->device, a->dtype, rank, sizes);
+  out = tsr_tensor_alloc("matmul", tsr_tensor_device(a), tsr_tensor_dtype(a), rank, sizes);
   if (out == NULL) goto done;
   tsr_tensor *inputs[3] = {a2, b2, bias};
   // While recording, an activation other than RELU runs as its own unary so
@@ -273,13 +291,20 @@ tsr_tensor *tsr_matmul_ex(tsr_tensor *a, tsr_tensor *b, tsr_tensor *bias,
     out = activated;
     if (out == NULL) goto done;
   }
-  if (a->rank == 1 || b->rank == 1) {
-    uint32_t mask = (a->rank == 1 ? 1u << (rank - 2) : 0u) | (b->rank == 1 ? 1u << (rank - 1) : 0u);
+  if (tsr_tensor_rank(a) == 1 || tsr_tensor_rank(b) == 1) {
+    uint32_t mask = (tsr_tensor_rank(a) == 1 ? 1u << (rank - 2) : 0u) |
+                    (tsr_tensor_rank(b) == 1 ? 1u << (rank - 1) : 0u);
     out = squeeze_mask(out, mask);
   }
 done:
   // a2/b2 are new views (created here) or a/b retained.
-  if (a->rank == 1) tsr_tensor_release(a2); else tsr_tensor_unref(a2);
-  if (b->rank == 1) tsr_tensor_release(b2); else tsr_tensor_unref(b2);
+  if (tsr_tensor_rank(a) == 1)
+    tsr_tensor_release(a2);
+  else
+    tsr_tensor_unref(a2);
+  if (tsr_tensor_rank(b) == 1)
+    tsr_tensor_release(b2);
+  else
+    tsr_tensor_unref(b2);
   return out;
 }

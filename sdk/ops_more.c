@@ -9,9 +9,8 @@
 #include <string.h>
 
 #include "autograd_rules.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "ops_more_internal.h"
-#include "runtime.h"
 #include "sdk_errors.h"
 #include "tessera/tessera.h"
 
@@ -31,37 +30,43 @@ tsr_tensor *tsr_stack(int32_t count, tsr_tensor *const *xs, int32_t dim) {
       return NULL;
   }
   const tsr_tensor *x0 = xs[0];
-  if (x0->rank >= TSR_MAX_RANK) {
-    return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
-                        "stack: tensors of rank %d would stack to rank %d, above %d", x0->rank,
-                        x0->rank + 1, TSR_MAX_RANK);
+  if (tsr_tensor_rank(x0) >= TSR_MAX_RANK) {
+    return tsr_sdk_fail(tsr_tensor_device(x0), TSR_INVALID_ARGUMENT,
+                        "stack: tensors of rank %d would stack to rank %d, above %d",
+                        tsr_tensor_rank(x0), tsr_tensor_rank(x0) + 1, TSR_MAX_RANK);
   }
   int32_t d = 0;
-  if (tsr_more_dim(what, x0, dim, x0->rank + 1, &d) != TSR_OK)
+  if (tsr_more_dim(what, x0, dim, tsr_tensor_rank(x0) + 1, &d) != TSR_OK)
     return NULL;
   for (int32_t i = 1; i < count; ++i) {
     const tsr_tensor *x = xs[i];
-    int same = x->rank == x0->rank && x->dtype == x0->dtype && x->device == x0->device;
-    for (int32_t k = 0; same && k < x->rank; ++k) same = x->sizes[k] == x0->sizes[k];
+    int same = tsr_tensor_rank(x) == tsr_tensor_rank(x0) &&
+               tsr_tensor_dtype(x) == tsr_tensor_dtype(x0) &&
+               tsr_tensor_device(x) == tsr_tensor_device(x0);
+    for (int32_t k = 0; same && k < tsr_tensor_rank(x); ++k)
+      same = tsr_tensor_sizes(x)[k] == tsr_tensor_sizes(x0)[k];
     if (!same) {
       char s0[160], si[160];
-      return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(tsr_tensor_device(x0), TSR_INVALID_ARGUMENT,
                           "stack: xs[%d] is %s %s on %s and xs[0] is %s %s on %s; all must match",
-                          i, tsr_dtype_name(x->dtype), tsr_more_shape(x, si, sizeof(si)),
-                          tsr_device_name(x->device), tsr_dtype_name(x0->dtype),
-                          tsr_more_shape(x0, s0, sizeof(s0)), tsr_device_name(x0->device));
+                          i, tsr_dtype_name(tsr_tensor_dtype(x)), tsr_more_shape(x, si, sizeof(si)),
+                          tsr_device_name(tsr_tensor_device(x)),
+                          tsr_dtype_name(tsr_tensor_dtype(x0)), tsr_more_shape(x0, s0, sizeof(s0)),
+                          tsr_device_name(tsr_tensor_device(x0)));
     }
   }
   int64_t sizes[TSR_MAX_RANK];
-  for (int32_t k = 0, j = 0; k <= x0->rank; ++k) sizes[k] = k == d ? 1 : x0->sizes[j++];
+  for (int32_t k = 0, j = 0; k <= tsr_tensor_rank(x0); ++k)
+    sizes[k] = k == d ? 1 : tsr_tensor_sizes(x0)[j++];
   tsr_tensor **views = calloc((size_t)count, sizeof(*views));
   if (views == NULL) {
-    return tsr_sdk_fail(x0->device, TSR_OUT_OF_MEMORY, "stack: no host memory for %d views", count);
+    return tsr_sdk_fail(tsr_tensor_device(x0), TSR_OUT_OF_MEMORY,
+                        "stack: no host memory for %d views", count);
   }
   tsr_tensor *out = NULL;
   int32_t made = 0;
   for (; made < count; ++made) {
-    views[made] = tsr_view(xs[made], x0->rank + 1, sizes);
+    views[made] = tsr_view(xs[made], tsr_tensor_rank(x0) + 1, sizes);
     if (views[made] == NULL)
       break;
   }
@@ -77,33 +82,34 @@ tsr_tensor *tsr_squeeze(tsr_tensor *x, int32_t num_dims, const int32_t *dims) {
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
   if (num_dims < 0 || (num_dims > 0 && dims == NULL)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "squeeze: num_dims is %d and dims is %s",
-                        num_dims, dims ? "given" : "NULL");
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "squeeze: num_dims is %d and dims is %s", num_dims,
+                        dims ? "given" : "NULL");
   }
   uint32_t drop = 0, seen = 0;
   if (num_dims == 0) {
-    for (int32_t d = 0; d < x->rank; ++d) {
-      if (x->sizes[d] == 1)
+    for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
+      if (tsr_tensor_sizes(x)[d] == 1)
         drop |= 1u << d;
     }
   }
   for (int32_t i = 0; i < num_dims; ++i) {
     int32_t d = 0;
-    if (tsr_more_dim(what, x, dims[i], x->rank ? x->rank : 1, &d) != TSR_OK)
+    if (tsr_more_dim(what, x, dims[i], tsr_tensor_rank(x) ? tsr_tensor_rank(x) : 1, &d) != TSR_OK)
       return NULL;
     if (seen & (1u << d)) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                           "squeeze: dim %d appears more than once in dims", d);
     }
     seen |= 1u << d;
-    if (x->rank > 0 && x->sizes[d] == 1)
+    if (tsr_tensor_rank(x) > 0 && tsr_tensor_sizes(x)[d] == 1)
       drop |= 1u << d;  // other sizes stay, as PyTorch
   }
   int64_t sizes[TSR_MAX_RANK];
   int32_t rank = 0;
-  for (int32_t d = 0; d < x->rank; ++d) {
+  for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
     if (!(drop & (1u << d)))
-      sizes[rank++] = x->sizes[d];
+      sizes[rank++] = tsr_tensor_sizes(x)[d];
   }
   return tsr_more_finish(what, tsr_view(x, rank, sizes));
 }
@@ -112,41 +118,43 @@ tsr_tensor *tsr_unsqueeze(tsr_tensor *x, int32_t dim) {
   const char *what = "unsqueeze";
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
-  if (x->rank >= TSR_MAX_RANK) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                        "unsqueeze: x has rank %d already, the most a tensor may have", x->rank);
+  if (tsr_tensor_rank(x) >= TSR_MAX_RANK) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "unsqueeze: x has rank %d already, the most a tensor may have",
+                        tsr_tensor_rank(x));
   }
   int32_t d = 0;
-  if (tsr_more_dim(what, x, dim, x->rank + 1, &d) != TSR_OK)
+  if (tsr_more_dim(what, x, dim, tsr_tensor_rank(x) + 1, &d) != TSR_OK)
     return NULL;
   int64_t sizes[TSR_MAX_RANK];
-  for (int32_t k = 0, j = 0; k <= x->rank; ++k) sizes[k] = k == d ? 1 : x->sizes[j++];
-  return tsr_more_finish(what, tsr_view(x, x->rank + 1, sizes));
+  for (int32_t k = 0, j = 0; k <= tsr_tensor_rank(x); ++k)
+    sizes[k] = k == d ? 1 : tsr_tensor_sizes(x)[j++];
+  return tsr_more_finish(what, tsr_view(x, tsr_tensor_rank(x) + 1, sizes));
 }
 
 tsr_tensor *tsr_flatten(tsr_tensor *x, int32_t start_dim, int32_t end_dim) {
   const char *what = "flatten";
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
-  int32_t bound = x->rank ? x->rank : 1, s = 0, e = 0;
+  int32_t bound = tsr_tensor_rank(x) ? tsr_tensor_rank(x) : 1, s = 0, e = 0;
   if (tsr_more_dim(what, x, start_dim, bound, &s) != TSR_OK ||
       tsr_more_dim(what, x, end_dim, bound, &e) != TSR_OK) {
     return NULL;
   }
   if (s > e) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                         "flatten: start_dim %d comes after end_dim %d (rank %d)", start_dim,
-                        end_dim, x->rank);
+                        end_dim, tsr_tensor_rank(x));
   }
-  if (x->rank == 0)
+  if (tsr_tensor_rank(x) == 0)
     return tsr_more_finish(what, tsr_reshape(x, 1, (int64_t[]){1}));
   int64_t sizes[TSR_MAX_RANK];
   int32_t rank = 0;
-  for (int32_t d = 0; d < s; ++d) sizes[rank++] = x->sizes[d];
+  for (int32_t d = 0; d < s; ++d) sizes[rank++] = tsr_tensor_sizes(x)[d];
   int64_t merged = 1;
-  for (int32_t d = s; d <= e; ++d) merged *= x->sizes[d];  // numel fits int64 already
+  for (int32_t d = s; d <= e; ++d) merged *= tsr_tensor_sizes(x)[d];  // numel fits int64 already
   sizes[rank++] = merged;
-  for (int32_t d = e + 1; d < x->rank; ++d) sizes[rank++] = x->sizes[d];
+  for (int32_t d = e + 1; d < tsr_tensor_rank(x); ++d) sizes[rank++] = tsr_tensor_sizes(x)[d];
   return tsr_more_finish(what, tsr_reshape(x, rank, sizes));
 }
 
@@ -168,8 +176,8 @@ static tsr_status pieces_make(const char *what, tsr_tensor *x, int32_t d, int32_
       return status;
     }
     start += len;
-    if (start > x->sizes[d])
-      start = x->sizes[d];
+    if (start > tsr_tensor_sizes(x)[d])
+      start = tsr_tensor_sizes(x)[d];
   }
   return TSR_OK;
 }
@@ -179,14 +187,14 @@ static tsr_status split_even(const char *what, tsr_tensor *x, int64_t step, int6
                              int32_t d, int32_t capacity, tsr_tensor **out_pieces,
                              int32_t *out_count) {
   if (count > INT32_MAX) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: %lld pieces are more than int32 counts",
-                    what, (long long)count);
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                    "%s: %lld pieces are more than int32 counts", what, (long long)count);
   }
   *out_count = (int32_t)count;
   if (out_pieces == NULL)
     return TSR_OK;  // a query of the count
   if (count > capacity) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "%s: %lld pieces do not fit out_pieces' capacity %d", what, (long long)count,
                     capacity);
   }
@@ -198,14 +206,14 @@ static tsr_status split_args(const char *what, tsr_tensor *x, int32_t dim, int32
                              int32_t *out_dim) {
   TSR_RETURN_IF_ERROR(tsr_more_check(what, "x", x));
   if (out_count == NULL) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: out_count is NULL", what);
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: out_count is NULL", what);
   }
   *out_count = 0;
-  if (x->rank < 1) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x is a scalar (rank 0); it needs a dim",
-                    what);
+  if (tsr_tensor_rank(x) < 1) {
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                    "%s: x is a scalar (rank 0); it needs a dim", what);
   }
-  return tsr_more_dim(what, x, dim, x->rank, out_dim);
+  return tsr_more_dim(what, x, dim, tsr_tensor_rank(x), out_dim);
 }
 
 tsr_status tsr_chunk(tsr_tensor *x, int32_t chunks, int32_t dim, int32_t capacity,
@@ -214,10 +222,10 @@ tsr_status tsr_chunk(tsr_tensor *x, int32_t chunks, int32_t dim, int32_t capacit
   int32_t d = 0;
   TSR_RETURN_IF_ERROR(split_args(what, x, dim, out_count, &d));
   if (chunks < 1) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "chunk: chunks is %d; it must be at least 1",
-                    chunks);
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                    "chunk: chunks is %d; it must be at least 1", chunks);
   }
-  int64_t n = x->sizes[d];
+  int64_t n = tsr_tensor_sizes(x)[d];
   // PyTorch: pieces of ceil(n / chunks), so fewer than |chunks| may come
   // back; an empty dim gives |chunks| empty pieces.
   int64_t step = n / chunks + (n % chunks != 0);
@@ -230,9 +238,9 @@ tsr_status tsr_split(tsr_tensor *x, int64_t split_size, int32_t dim, int32_t cap
   const char *what = "split";
   int32_t d = 0;
   TSR_RETURN_IF_ERROR(split_args(what, x, dim, out_count, &d));
-  int64_t n = x->sizes[d];
+  int64_t n = tsr_tensor_sizes(x)[d];
   if (split_size < 0 || (split_size == 0 && n > 0)) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "split: split_size is %lld; it must be positive (0 only for an empty dim)",
                     (long long)split_size);
   }
@@ -245,30 +253,30 @@ tsr_status tsr_split_sizes(tsr_tensor *x, int32_t count, const int64_t *sizes, i
   const char *what = "split_sizes";
   TSR_RETURN_IF_ERROR(tsr_more_check(what, "x", x));
   if (count < 1 || sizes == NULL || out_pieces == NULL) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "split_sizes: count is %d, sizes is %s and out_pieces is %s", count,
                     sizes ? "given" : "NULL", out_pieces ? "given" : "NULL");
   }
-  if (x->rank < 1) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(x) < 1) {
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "split_sizes: x is a scalar (rank 0); it needs a dim");
   }
   int32_t d = 0;
-  TSR_RETURN_IF_ERROR(tsr_more_dim(what, x, dim, x->rank, &d));
+  TSR_RETURN_IF_ERROR(tsr_more_dim(what, x, dim, tsr_tensor_rank(x), &d));
   int64_t total = 0;
   for (int32_t k = 0; k < count; ++k) {
-    if (sizes[k] < 0 || sizes[k] > x->sizes[d] - total) {
-      return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    if (sizes[k] < 0 || sizes[k] > tsr_tensor_sizes(x)[d] - total) {
+      return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                       "split_sizes: sizes[%d] is %lld; the sizes must be >= 0 and sum to %lld, "
                       "the size of dim %d",
-                      k, (long long)sizes[k], (long long)x->sizes[d], d);
+                      k, (long long)sizes[k], (long long)tsr_tensor_sizes(x)[d], d);
     }
     total += sizes[k];
   }
-  if (total != x->sizes[d]) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+  if (total != tsr_tensor_sizes(x)[d]) {
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "split_sizes: the sizes sum to %lld, not %lld, the size of dim %d",
-                    (long long)total, (long long)x->sizes[d], d);
+                    (long long)total, (long long)tsr_tensor_sizes(x)[d], d);
   }
   return pieces_make(what, x, d, count, 0, sizes, out_pieces);
 }
@@ -279,7 +287,8 @@ tsr_tensor *tsr_clone(tsr_tensor *x) {
   const char *what = "clone";
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
-  tsr_tensor *out = tsr_tensor_alloc(what, x->device, x->dtype, x->rank, x->sizes);
+  tsr_tensor *out = tsr_tensor_alloc(what, tsr_tensor_device(x), tsr_tensor_dtype(x),
+                                     tsr_tensor_rank(x), tsr_tensor_sizes(x));
   if (out == NULL)
     return NULL;
   if (tsr_copy_(out, x) != TSR_OK || tsr_ag_record_identity(out, x) != TSR_OK) {
@@ -295,11 +304,11 @@ tsr_tensor *tsr_clone(tsr_tensor *x) {
 static tsr_tensor *repeat_dim(tsr_tensor *y, int32_t rank, int32_t d, int64_t r) {
   if (rank < TSR_MAX_RANK) {
     int64_t one[TSR_MAX_RANK], wide[TSR_MAX_RANK], merged[TSR_MAX_RANK];
-    for (int32_t k = 0, j = 0; k <= rank; ++k) one[k] = k == d ? 1 : y->sizes[j++];
+    for (int32_t k = 0, j = 0; k <= rank; ++k) one[k] = k == d ? 1 : tsr_tensor_sizes(y)[j++];
     memcpy(wide, one, sizeof(wide));
     wide[d] = r;
-    memcpy(merged, y->sizes, sizeof(merged));
-    merged[d] = y->sizes[d] * r;
+    memcpy(merged, tsr_tensor_sizes(y), sizeof(merged));
+    merged[d] = tsr_tensor_sizes(y)[d] * r;
     tsr_tensor *v = tsr_view(y, rank + 1, one);
     tsr_tensor *e = v ? tsr_expand(v, rank + 1, wide) : NULL;
     tsr_tensor *out = e ? tsr_reshape(e, rank, merged) : NULL;
@@ -311,7 +320,7 @@ static tsr_tensor *repeat_dim(tsr_tensor *y, int32_t rank, int32_t d, int64_t r)
     return tsr_slice(y, d, 0, 0, 1);
   tsr_tensor **copies = calloc((size_t)r, sizeof(*copies));
   if (copies == NULL) {
-    return tsr_sdk_fail(y->device, TSR_OUT_OF_MEMORY, "no host memory for %lld handles",
+    return tsr_sdk_fail(tsr_tensor_device(y), TSR_OUT_OF_MEMORY, "no host memory for %lld handles",
                         (long long)r);
   }
   for (int64_t k = 0; k < r; ++k) copies[k] = y;
@@ -324,23 +333,24 @@ tsr_tensor *tsr_repeat(tsr_tensor *x, int32_t num_repeats, const int64_t *repeat
   const char *what = "repeat";
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
-  if (num_repeats < x->rank || num_repeats > TSR_MAX_RANK || (num_repeats > 0 && !repeats)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+  if (num_repeats < tsr_tensor_rank(x) || num_repeats > TSR_MAX_RANK ||
+      (num_repeats > 0 && !repeats)) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                         "repeat: %d repeats (%s) for x of rank %d; one per dim is needed, at most "
                         "%d",
-                        num_repeats, repeats ? "given" : "NULL", x->rank, TSR_MAX_RANK);
+                        num_repeats, repeats ? "given" : "NULL", tsr_tensor_rank(x), TSR_MAX_RANK);
   }
-  int32_t rank = num_repeats, shift = num_repeats - x->rank;
+  int32_t rank = num_repeats, shift = num_repeats - tsr_tensor_rank(x);
   int64_t sizes[TSR_MAX_RANK], numel = 1;
   for (int32_t d = 0; d < rank; ++d) {
-    int64_t s = d < shift ? 1 : x->sizes[d - shift], grown = 0;
+    int64_t s = d < shift ? 1 : tsr_tensor_sizes(x)[d - shift], grown = 0;
     if (repeats[d] < 0 || (rank == TSR_MAX_RANK && repeats[d] > INT32_MAX)) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "repeat: repeats[%d] is %lld", d,
-                          (long long)repeats[d]);
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "repeat: repeats[%d] is %lld",
+                          d, (long long)repeats[d]);
     }
     if (__builtin_mul_overflow(s, repeats[d], &grown) ||
         __builtin_mul_overflow(numel, grown, &numel)) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                           "repeat: the result's element count overflows int64 (dim %d)", d);
     }
     sizes[d] = s;
@@ -370,16 +380,18 @@ static tsr_tensor *triangle(const char *what, tsr_tensor *x, int64_t diagonal,
                             tsr_compare_fn_t keep) {
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
-  if (x->rank < 2) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                        "%s: x has rank %d; it needs a matrix (rank >= 2)", what, x->rank);
+  if (tsr_tensor_rank(x) < 2) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: x has rank %d; it needs a matrix (rank >= 2)", what,
+                        tsr_tensor_rank(x));
   }
-  int64_t m = x->sizes[x->rank - 2], n = x->sizes[x->rank - 1];
+  int64_t m = tsr_tensor_sizes(x)[tsr_tensor_rank(x) - 2],
+          n = tsr_tensor_sizes(x)[tsr_tensor_rank(x) - 1];
   // Diagonals beyond [-m, n] select all or nothing, as -m and n do.
   int64_t k = diagonal < -m ? -m : diagonal > n ? n : diagonal;
   // keep(column, row + k) over [m, n]: tril keeps column <= row + k.
-  tsr_tensor *cols = tsr_arange(x->device, TSR_INT64, 0.0, (double)n, 1.0);
-  tsr_tensor *rows = tsr_arange(x->device, TSR_INT64, (double)k, (double)(k + m), 1.0);
+  tsr_tensor *cols = tsr_arange(tsr_tensor_device(x), TSR_INT64, 0.0, (double)n, 1.0);
+  tsr_tensor *rows = tsr_arange(tsr_tensor_device(x), TSR_INT64, (double)k, (double)(k + m), 1.0);
   tsr_tensor *column = rows ? tsr_view(rows, 2, (int64_t[]){m, 1}) : NULL;
   tsr_tensor *mask = cols && column ? tsr_compare(cols, column, keep) : NULL;
   tsr_tensor *zero = tsr_more_scalar(x, 0.0);
@@ -401,10 +413,10 @@ tsr_tensor *tsr_triu(tsr_tensor *x, int64_t diagonal) {
 static tsr_status bool_check(const char *what, const char *name, const tsr_tensor *cond,
                              const tsr_tensor *x) {
   TSR_RETURN_IF_ERROR(tsr_more_check_pair(what, "x", x, name, cond, 0));
-  if (cond->dtype == TSR_BOOL)
+  if (tsr_tensor_dtype(cond) == TSR_BOOL)
     return TSR_OK;
-  return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: %s is %s; it must be bool", what, name,
-                  tsr_dtype_name(cond->dtype));
+  return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: %s is %s; it must be bool", what,
+                  name, tsr_dtype_name(tsr_tensor_dtype(cond)));
 }
 
 tsr_tensor *tsr_masked_fill(tsr_tensor *x, tsr_tensor *mask, double value) {
@@ -414,14 +426,15 @@ tsr_tensor *tsr_masked_fill(tsr_tensor *x, tsr_tensor *mask, double value) {
     return NULL;
   }
   // The result has x's shape: mask broadcasts to it, never the other way.
-  int fits = mask->rank <= x->rank;
-  for (int32_t d = 0; fits && d < mask->rank; ++d) {
-    int64_t s = mask->sizes[d], t = x->sizes[d + x->rank - mask->rank];
+  int fits = tsr_tensor_rank(mask) <= tsr_tensor_rank(x);
+  for (int32_t d = 0; fits && d < tsr_tensor_rank(mask); ++d) {
+    int64_t s = tsr_tensor_sizes(mask)[d],
+            t = tsr_tensor_sizes(x)[d + tsr_tensor_rank(x) - tsr_tensor_rank(mask)];
     fits = s == t || s == 1;
   }
   if (!fits) {
     char ms[160], xs[160];
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                         "masked_fill: mask %s does not broadcast to x's shape %s",
                         tsr_more_shape(mask, ms, sizeof(ms)), tsr_more_shape(x, xs, sizeof(xs)));
   }
@@ -457,10 +470,11 @@ static tsr_status int64_extreme(tsr_tensor *t, tsr_reduce_fn_t fn, int64_t *out_
 
 // Checks that |index| is int64 or int32.
 static tsr_status index_dtype_check(const char *what, const char *name, const tsr_tensor *index) {
-  if (index->dtype == TSR_INT64 || index->dtype == TSR_INT32)
+  if (tsr_tensor_dtype(index) == TSR_INT64 || tsr_tensor_dtype(index) == TSR_INT32)
     return TSR_OK;
-  return tsr_fail(index->device, TSR_INVALID_ARGUMENT, "%s: %s is %s; it must be int64 or int32",
-                  what, name, tsr_dtype_name(index->dtype));
+  return tsr_fail(tsr_tensor_device(index), TSR_INVALID_ARGUMENT,
+                  "%s: %s is %s; it must be int64 or int32", what, name,
+                  tsr_dtype_name(tsr_tensor_dtype(index)));
 }
 
 tsr_tensor *tsr_one_hot(tsr_tensor *indices, int64_t num_classes) {
@@ -469,16 +483,16 @@ tsr_tensor *tsr_one_hot(tsr_tensor *indices, int64_t num_classes) {
       index_dtype_check(what, "indices", indices) != TSR_OK) {
     return NULL;
   }
-  tsr_device *device = indices->device;
+  tsr_device *device = tsr_tensor_device(indices);
   if (num_classes < -1) {
     return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
                         "one_hot: num_classes is %lld; it must be >= 0, or -1 to infer it",
                         (long long)num_classes);
   }
-  if (indices->rank >= TSR_MAX_RANK) {
+  if (tsr_tensor_rank(indices) >= TSR_MAX_RANK) {
     return tsr_sdk_fail(device, TSR_INVALID_ARGUMENT,
-                        "one_hot: indices of rank %d would give rank %d, above %d", indices->rank,
-                        indices->rank + 1, TSR_MAX_RANK);
+                        "one_hot: indices of rank %d would give rank %d, above %d",
+                        tsr_tensor_rank(indices), tsr_tensor_rank(indices) + 1, TSR_MAX_RANK);
   }
   int64_t n = tsr_tensor_numel(indices);
   if (n == 0 && num_classes == -1) {
@@ -488,9 +502,9 @@ tsr_tensor *tsr_one_hot(tsr_tensor *indices, int64_t num_classes) {
   // |wide| is the int64 copy of int32 indices (released at the end); |idx|
   // is what is read. The caller's handle is never released here: inside a
   // scope that would take it out of the scope.
-  tsr_tensor *wide = indices->dtype == TSR_INT64 ? NULL : tsr_cast(indices, TSR_INT64);
+  tsr_tensor *wide = tsr_tensor_dtype(indices) == TSR_INT64 ? NULL : tsr_cast(indices, TSR_INT64);
   tsr_tensor *idx = wide ? wide : indices;
-  if (indices->dtype != TSR_INT64 && wide == NULL)
+  if (tsr_tensor_dtype(indices) != TSR_INT64 && wide == NULL)
     return tsr_more_inner_fail(what);
   if (n > 0) {
     // As PyTorch, the class values are checked: on the host, a synchronisation.
@@ -511,9 +525,9 @@ tsr_tensor *tsr_one_hot(tsr_tensor *indices, int64_t num_classes) {
     }
   }
   int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, indices->sizes, sizeof(sizes));
-  sizes[indices->rank] = 1;
-  tsr_tensor *column = tsr_view(idx, indices->rank + 1, sizes);
+  memcpy(sizes, tsr_tensor_sizes(indices), sizeof(sizes));
+  sizes[tsr_tensor_rank(indices)] = 1;
+  tsr_tensor *column = tsr_view(idx, tsr_tensor_rank(indices) + 1, sizes);
   tsr_tensor *classes = tsr_arange(device, TSR_INT64, 0.0, (double)num_classes, 1.0);
   tsr_tensor *hit = column && classes ? tsr_compare(column, classes, TSR_COMPARE_EQ) : NULL;
   tsr_tensor *out = hit ? tsr_cast(hit, TSR_INT64) : NULL;
@@ -529,19 +543,20 @@ tsr_tensor *tsr_index_select(tsr_tensor *x, int32_t dim, tsr_tensor *index) {
       index_dtype_check(what, "index", index) != TSR_OK) {
     return NULL;
   }
-  if (index->rank > 1) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                        "index_select: index has rank %d; it must be 0 or 1", index->rank);
+  if (tsr_tensor_rank(index) > 1) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "index_select: index has rank %d; it must be 0 or 1",
+                        tsr_tensor_rank(index));
   }
-  if (x->rank < 1) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(x) < 1) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                         "index_select: x is a scalar (rank 0); it needs a dim to index");
   }
   int32_t d = 0;
-  if (tsr_more_dim(what, x, dim, x->rank, &d) != TSR_OK)
+  if (tsr_more_dim(what, x, dim, tsr_tensor_rank(x), &d) != TSR_OK)
     return NULL;
-  tsr_tensor *row = index->rank == 0 ? tsr_view(index, 1, (int64_t[]){1}) : NULL;
-  if (index->rank == 0 && row == NULL)
+  tsr_tensor *row = tsr_tensor_rank(index) == 0 ? tsr_view(index, 1, (int64_t[]){1}) : NULL;
+  if (tsr_tensor_rank(index) == 0 && row == NULL)
     return tsr_more_inner_fail(what);
   tsr_tensor *out = tsr_gather(x, d, row ? row : index);
   tsr_tensor_release(row);
@@ -637,12 +652,12 @@ tsr_status tsr_item(const tsr_tensor *x, double *out_value) {
   const char *what = "item";
   TSR_RETURN_IF_ERROR(tsr_more_check(what, "x", x));
   if (out_value == NULL) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "item: out_value is NULL");
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "item: out_value is NULL");
   }
   int64_t n = tsr_tensor_numel(x);
   if (n != 1) {
     char s[160];
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "item: x %s has %lld elements; item needs exactly one",
                     tsr_more_shape(x, s, sizeof(s)), (long long)n);
   }
@@ -655,12 +670,12 @@ tsr_status tsr_item(const tsr_tensor *x, double *out_value) {
     uint8_t u8;
   } v;
   memset(&v, 0, sizeof(v));
-  tsr_status status = tsr_tensor_to_host(x, &v, tsr_dtype_size(x->dtype));
+  tsr_status status = tsr_tensor_to_host(x, &v, tsr_dtype_size(tsr_tensor_dtype(x)));
   if (status != TSR_OK) {
     tsr_error_prefix(what);
     return status;
   }
-  switch (x->dtype) {
+  switch (tsr_tensor_dtype(x)) {
     case TSR_FLOAT64:
       *out_value = v.f64;
       break;
@@ -687,8 +702,8 @@ tsr_status tsr_item(const tsr_tensor *x, double *out_value) {
       break;
     }
     default:
-      return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "item: x has %s",
-                      tsr_dtype_name(x->dtype));
+      return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "item: x has %s",
+                      tsr_dtype_name(tsr_tensor_dtype(x)));
   }
   return TSR_OK;
 }

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 int tsr_more_is_float(tsr_dtype_t dtype);

@@ -7,9 +7,8 @@
 #include <string.h>
 
 #include "autograd_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "ops_more_internal.h"
-#include "runtime.h"
 #include "sdk_errors.h"
 #include "tessera/tessera.h"
 
@@ -36,21 +35,22 @@ tsr_tensor *tsr_cumsum(tsr_tensor *x, int32_t dim) {
   if (tsr_more_check(what, "x", x) != TSR_OK)
     return NULL;
   int32_t d = 0;
-  if (tsr_more_dim(what, x, dim, x->rank ? x->rank : 1, &d) != TSR_OK)
+  if (tsr_more_dim(what, x, dim, tsr_tensor_rank(x) ? tsr_tensor_rank(x) : 1, &d) != TSR_OK)
     return NULL;
-  if (x->dtype == TSR_BFLOAT16 || x->dtype == TSR_FLOAT16 || tsr_dtype_size(x->dtype) == 0) {
+  if (tsr_tensor_dtype(x) == TSR_BFLOAT16 || tsr_tensor_dtype(x) == TSR_FLOAT16 ||
+      tsr_dtype_size(tsr_tensor_dtype(x)) == 0) {
     // PAD and ADD in half precision would round every partial sum.
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                         "cumsum: x is %s; cumsum takes float32, float64, int64, int32 or bool",
-                        tsr_dtype_name(x->dtype));
+                        tsr_dtype_name(tsr_tensor_dtype(x)));
   }
   // Integers and bools sum into int64, as in PyTorch.
   // |y| is the running result: |x| itself until the first new tensor, which
   // is owned here (the caller's handle is never released: inside a scope
   // that would take it out of the scope).
-  int widen = x->dtype == TSR_INT32 || x->dtype == TSR_BOOL;
+  int widen = tsr_tensor_dtype(x) == TSR_INT32 || tsr_tensor_dtype(x) == TSR_BOOL;
   tsr_tensor *y = widen ? tsr_cast(x, TSR_INT64) : x;
-  int64_t n = x->rank ? x->sizes[d] : 1;
+  int64_t n = tsr_tensor_rank(x) ? tsr_tensor_sizes(x)[d] : 1;
   // Hillis-Steele scan: after the step with |shift|, y[i] holds the sum of
   // the 2 * shift elements ending at i. log2(n) passes of PAD and ADD.
   int owned = widen;
@@ -84,7 +84,7 @@ static tsr_tensor *variance(const char *what, tsr_tensor *x, int32_t num_dims, c
   if (reduce_args(what, x, num_dims, dims, &mask, &count) != TSR_OK)
     return NULL;
   if (isnan(correction)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: correction is NaN", what);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: correction is NaN", what);
   }
   // The mean is a constant for the gradient: sum(x - mean) is 0, so d var /
   // dx = 2 (x - mean) / (N - correction) either way, and this records less.
@@ -124,14 +124,14 @@ tsr_tensor *tsr_std(tsr_tensor *x, int32_t num_dims, const int32_t *dims, double
 static tsr_tensor *reduced_full(tsr_tensor *x, uint32_t mask, int keepdim, double value) {
   int64_t sizes[TSR_MAX_RANK];
   int32_t rank = 0;
-  for (int32_t d = 0; d < x->rank; ++d) {
+  for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
     if (!(mask & (1u << d))) {
-      sizes[rank++] = x->sizes[d];
+      sizes[rank++] = tsr_tensor_sizes(x)[d];
     } else if (keepdim) {
       sizes[rank++] = 1;
     }
   }
-  return tsr_tensor_full(x->device, x->dtype, rank, sizes, value);
+  return tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), rank, sizes, value);
 }
 
 tsr_tensor *tsr_logsumexp(tsr_tensor *x, int32_t num_dims, const int32_t *dims, int keepdim) {
@@ -234,11 +234,11 @@ tsr_tensor *tsr_norm(tsr_tensor *x, double p, int32_t num_dims, const int32_t *d
   if (reduce_args(what, x, num_dims, dims, &mask, &count) != TSR_OK)
     return NULL;
   if (isnan(p))
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "norm: p is NaN");
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "norm: p is NaN");
   tsr_tensor *out = NULL;
   if (isinf(p)) {
     if (count == 0) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                           "norm: the %s norm of an empty slice has no value (a reduced dim is "
                           "empty)",
                           p > 0 ? "inf" : "-inf");
@@ -255,7 +255,7 @@ tsr_tensor *tsr_norm(tsr_tensor *x, double p, int32_t num_dims, const int32_t *d
     // The number of non-zeros: piecewise constant, so no gradient.
     tsr_tensor *zero = tsr_more_scalar(x, 0.0);
     tsr_tensor *nonzero = zero ? tsr_compare(x, zero, TSR_COMPARE_NE) : NULL;
-    tsr_tensor *ones = nonzero ? tsr_cast(nonzero, x->dtype) : NULL;
+    tsr_tensor *ones = nonzero ? tsr_cast(nonzero, tsr_tensor_dtype(x)) : NULL;
     out = ones ? tsr_more_reduce(ones, TSR_REDUCE_SUM, mask, keepdim) : NULL;
     tsr_tensor *tmp[] = {zero, nonzero, ones};
     tsr_more_release(3, tmp);

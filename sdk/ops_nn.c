@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "autograd_internal.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 #include "sdk_errors.h"
 
@@ -120,9 +119,9 @@ static tsr_status conv_shape(const char *what, const int64_t *x, const int64_t *
 static tsr_status conv_rank_check(const char *what, const char *name, const tsr_tensor *t) {
   if (t == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what, name);
-  if (t->rank != 4) {
-    return tsr_fail(t->device, TSR_INVALID_ARGUMENT, "%s: %s has rank %d, expected 4 (NCHW)", what,
-                    name, t->rank);
+  if (tsr_tensor_rank(t) != 4) {
+    return tsr_fail(tsr_tensor_device(t), TSR_INVALID_ARGUMENT,
+                    "%s: %s has rank %d, expected 4 (NCHW)", what, name, tsr_tensor_rank(t));
   }
   return TSR_OK;
 }
@@ -146,14 +145,14 @@ static tsr_status conv2d_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   a.activation = TSR_ACTIVATION_NONE;
   tsr_status status = TSR_OK;
   if (tsr_ag_needs_grad(node, 0)) {
-    out_dx[0] = tsr_conv2d_backward_data(g, w, x->sizes, &a);
+    out_dx[0] = tsr_conv2d_backward_data(g, w, tsr_tensor_sizes(x), &a);
     if (out_dx[0] == NULL)
       status = tsr_sdk_last_status();
   }
   int want_w = tsr_ag_needs_grad(node, 1), want_b = has_bias && tsr_ag_needs_grad(node, 2);
   if (status == TSR_OK && (want_w || want_b)) {
     tsr_tensor *dw = NULL, *db = NULL;
-    status = tsr_conv2d_backward_filter(g, x, w->sizes, &a, &dw, want_b ? &db : NULL);
+    status = tsr_conv2d_backward_filter(g, x, tsr_tensor_sizes(w), &a, &dw, want_b ? &db : NULL);
     if (status == TSR_OK) {
       if (want_w) {
         out_dx[1] = dw;
@@ -194,13 +193,15 @@ tsr_tensor *tsr_conv2d(tsr_tensor *x, tsr_tensor *w, tsr_tensor *bias,
   tsr_conv2d_attrs a;
   int64_t y_sizes[TSR_MAX_RANK] = {0};
   if (conv_attrs_get(what, attrs, &a) != TSR_OK ||
-      conv_shape(what, x->sizes, w->sizes, &a, y_sizes) != TSR_OK) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+      conv_shape(what, tsr_tensor_sizes(x), tsr_tensor_sizes(w), &a, y_sizes) != TSR_OK) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
-  if (bias != NULL && (bias->rank != 1 || bias->sizes[0] != w->sizes[0])) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                   "conv2d: bias must be [O] = [%lld], it has rank %d and %lld elements",
-                   (long long)w->sizes[0], bias->rank, (long long)tsr_tensor_numel(bias));
+  if (bias != NULL &&
+      (tsr_tensor_rank(bias) != 1 || tsr_tensor_sizes(bias)[0] != tsr_tensor_sizes(w)[0])) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "conv2d: bias must be [O] = [%lld], it has rank %d and %lld elements",
+                        (long long)tsr_tensor_sizes(w)[0], tsr_tensor_rank(bias),
+                        (long long)tsr_tensor_numel(bias));
   }
   a.has_bias = bias != NULL;
   tsr_tensor *inputs[3] = {x, w, bias};
@@ -214,7 +215,8 @@ tsr_tensor *tsr_conv2d(tsr_tensor *x, tsr_tensor *w, tsr_tensor *bias,
     a.activation = TSR_ACTIVATION_NONE;
   tsr_tensor *y = NULL;
   int32_t rank = 4;
-  if (alloc_run(what, TSR_OP_CONV2D, x->device, ni, inputs, 1, &x->dtype, &rank,
+  if (alloc_run(what, TSR_OP_CONV2D, tsr_tensor_device(x), ni, inputs, 1,
+                (const tsr_dtype_t[]){tsr_tensor_dtype(x)}, &rank,
                 (const int64_t(*)[TSR_MAX_RANK])y_sizes, &a, &y) != TSR_OK) {
     return NULL;
   }
@@ -246,18 +248,18 @@ tsr_tensor *tsr_conv2d_backward_data(tsr_tensor *dy, tsr_tensor *w, const int64_
     return NULL;
   }
   if (x_sizes == NULL)
-    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
+    return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
   tsr_conv2d_attrs a;
   int64_t y_sizes[4];
   if (conv_attrs_get(what, attrs, &a) != TSR_OK ||
-      conv_shape(what, x_sizes, w->sizes, &a, y_sizes) != TSR_OK) {
-    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+      conv_shape(what, x_sizes, tsr_tensor_sizes(w), &a, y_sizes) != TSR_OK) {
+    return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   for (int d = 0; d < 4; ++d) {
-    if (dy->sizes[d] != y_sizes[d]) {
-      return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT,
-                     "%s: dy sizes[%d] is %lld, the convolution's output has %lld", what, d,
-                     (long long)dy->sizes[d], (long long)y_sizes[d]);
+    if (tsr_tensor_sizes(dy)[d] != y_sizes[d]) {
+      return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT,
+                          "%s: dy sizes[%d] is %lld, the convolution's output has %lld", what, d,
+                          (long long)tsr_tensor_sizes(dy)[d], (long long)y_sizes[d]);
     }
   }
   a.activation = TSR_ACTIVATION_NONE;
@@ -266,7 +268,8 @@ tsr_tensor *tsr_conv2d_backward_data(tsr_tensor *dy, tsr_tensor *w, const int64_
   int32_t rank = 4;
   tsr_tensor *inputs[2] = {dy, w};
   tsr_tensor *dx = NULL;
-  alloc_run(what, TSR_OP_CONV2D_BACKWARD_DATA, dy->device, 2, inputs, 1, &dy->dtype, &rank,
+  alloc_run(what, TSR_OP_CONV2D_BACKWARD_DATA, tsr_tensor_device(dy), 2, inputs, 1,
+            (const tsr_dtype_t[]){tsr_tensor_dtype(dy)}, &rank,
             (const int64_t(*)[TSR_MAX_RANK])dx_sizes, &a, &dx);
   return dx;
 }
@@ -282,32 +285,32 @@ tsr_status tsr_conv2d_backward_filter(tsr_tensor *dy, tsr_tensor *x, const int64
   TSR_RETURN_IF_ERROR(conv_rank_check(what, "dy", dy));
   TSR_RETURN_IF_ERROR(conv_rank_check(what, "x", x));
   if (w_sizes == NULL || out_dw == NULL) {
-    return tsr_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
+    return tsr_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
                     w_sizes == NULL ? "w_sizes" : "out_dw");
   }
   tsr_conv2d_attrs a;
   int64_t y_sizes[4];
   if (conv_attrs_get(what, attrs, &a) != TSR_OK ||
-      conv_shape(what, x->sizes, w_sizes, &a, y_sizes) != TSR_OK) {
-    return tsr_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+      conv_shape(what, tsr_tensor_sizes(x), w_sizes, &a, y_sizes) != TSR_OK) {
+    return tsr_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   for (int d = 0; d < 4; ++d) {
-    if (dy->sizes[d] != y_sizes[d]) {
-      return tsr_fail(dy->device, TSR_INVALID_ARGUMENT,
+    if (tsr_tensor_sizes(dy)[d] != y_sizes[d]) {
+      return tsr_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT,
                       "%s: dy sizes[%d] is %lld, the convolution's output has %lld", what, d,
-                      (long long)dy->sizes[d], (long long)y_sizes[d]);
+                      (long long)tsr_tensor_sizes(dy)[d], (long long)y_sizes[d]);
     }
   }
   a.activation = TSR_ACTIVATION_NONE;
   a.has_bias = out_dbias != NULL;
   int64_t sizes[2][TSR_MAX_RANK] = {{w_sizes[0], w_sizes[1], w_sizes[2], w_sizes[3]}, {w_sizes[0]}};
   int32_t ranks[2] = {4, 1};
-  tsr_dtype_t dtypes[2] = {dy->dtype, dy->dtype};
+  tsr_dtype_t dtypes[2] = {tsr_tensor_dtype(dy), tsr_tensor_dtype(dy)};
   tsr_tensor *inputs[2] = {dy, x};
   tsr_tensor *outputs[2] = {NULL, NULL};
-  tsr_status status =
-      alloc_run(what, TSR_OP_CONV2D_BACKWARD_FILTER, dy->device, 2, inputs, a.has_bias ? 2 : 1,
-                dtypes, ranks, (const int64_t(*)[TSR_MAX_RANK])sizes, &a, outputs);
+  tsr_status status = alloc_run(what, TSR_OP_CONV2D_BACKWARD_FILTER, tsr_tensor_device(dy), 2,
+                                inputs, a.has_bias ? 2 : 1, dtypes, ranks,
+                                (const int64_t(*)[TSR_MAX_RANK])sizes, &a, outputs);
   if (status != TSR_OK)
     return status;
   *out_dw = outputs[0];
@@ -387,7 +390,7 @@ static tsr_status pool2d_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   if (g == NULL)
     return tsr_sdk_last_status();
   out_dx[0] = tsr_pool2d_backward(g, a.kind == TSR_POOL_MAX ? node->saved[0] : NULL,
-                                  node->inputs[0]->sizes, &a);
+                                  tsr_tensor_sizes(node->inputs[0]), &a);
   tsr_tensor_release(g);
   return out_dx[0] != NULL ? TSR_OK : tsr_sdk_last_status();
 }
@@ -401,15 +404,15 @@ tsr_tensor *tsr_pool2d(tsr_tensor *x, const tsr_pool2d_attrs *attrs, tsr_tensor 
   tsr_pool2d_attrs a;
   int64_t sizes[2][TSR_MAX_RANK] = {{0}};
   if (pool_attrs_get(what, attrs, &a) != TSR_OK ||
-      pool_shape(what, x->sizes, &a, sizes[0]) != TSR_OK) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+      pool_shape(what, tsr_tensor_sizes(x), &a, sizes[0]) != TSR_OK) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   memcpy(sizes[1], sizes[0], sizeof(sizes[0]));
   int is_max = a.kind == TSR_POOL_MAX;
-  tsr_dtype_t dtypes[2] = {x->dtype, TSR_INT64};
+  tsr_dtype_t dtypes[2] = {tsr_tensor_dtype(x), TSR_INT64};
   int32_t ranks[2] = {4, 4};
   tsr_tensor *outputs[2] = {NULL, NULL};
-  if (alloc_run(what, TSR_OP_POOL2D, x->device, 1, &x, is_max ? 2 : 1, dtypes, ranks,
+  if (alloc_run(what, TSR_OP_POOL2D, tsr_tensor_device(x), 1, &x, is_max ? 2 : 1, dtypes, ranks,
                 (const int64_t(*)[TSR_MAX_RANK])sizes, &a, outputs) != TSR_OK) {
     return NULL;
   }
@@ -441,29 +444,31 @@ tsr_tensor *tsr_pool2d_backward(tsr_tensor *dy, tsr_tensor *indices, const int64
   if (conv_rank_check(what, "dy", dy) != TSR_OK)
     return NULL;
   if (x_sizes == NULL)
-    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
+    return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s: x_sizes is NULL", what);
   tsr_pool2d_attrs a;
   int64_t y_sizes[4];
   if (pool_attrs_get(what, attrs, &a) != TSR_OK ||
       pool_shape(what, x_sizes, &a, y_sizes) != TSR_OK) {
-    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   for (int d = 0; d < 4; ++d) {
-    if (dy->sizes[d] != y_sizes[d]) {
-      return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT,
-                     "%s: dy sizes[%d] is %lld, pooling x gives %lld", what, d,
-                     (long long)dy->sizes[d], (long long)y_sizes[d]);
+    if (tsr_tensor_sizes(dy)[d] != y_sizes[d]) {
+      return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT,
+                          "%s: dy sizes[%d] is %lld, pooling x gives %lld", what, d,
+                          (long long)tsr_tensor_sizes(dy)[d], (long long)y_sizes[d]);
     }
   }
   int is_max = a.kind == TSR_POOL_MAX;
   if (is_max && indices == NULL) {
-    return tsr_sdk_fail(dy->device, TSR_INVALID_ARGUMENT, "%s: MAX pooling needs the indices", what);
+    return tsr_sdk_fail(tsr_tensor_device(dy), TSR_INVALID_ARGUMENT,
+                        "%s: MAX pooling needs the indices", what);
   }
   int64_t dx_sizes[1][TSR_MAX_RANK] = {{x_sizes[0], x_sizes[1], x_sizes[2], x_sizes[3]}};
   int32_t rank = 4;
   tsr_tensor *inputs[2] = {dy, indices};
   tsr_tensor *dx = NULL;
-  alloc_run(what, TSR_OP_POOL2D_BACKWARD, dy->device, is_max ? 2 : 1, inputs, 1, &dy->dtype, &rank,
+  alloc_run(what, TSR_OP_POOL2D_BACKWARD, tsr_tensor_device(dy), is_max ? 2 : 1, inputs, 1,
+            (const tsr_dtype_t[]){tsr_tensor_dtype(dy)}, &rank,
             (const int64_t(*)[TSR_MAX_RANK])dx_sizes, &a, &dx);
   return dx;
 }
@@ -473,9 +478,9 @@ static tsr_tensor *square_pool(const char *what, tsr_tensor *x, tsr_pool_kind_t 
   if (x == NULL)
     return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
   if (k < 1 || s < 1 || p < 0) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                   "%s: kernel %lld and stride %lld must be >= 1, padding %lld >= 0", what,
-                   (long long)k, (long long)s, (long long)p);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: kernel %lld and stride %lld must be >= 1, padding %lld >= 0", what,
+                        (long long)k, (long long)s, (long long)p);
   }
   // count_include_pad as in PyTorch's AvgPool2d default.
   tsr_pool2d_attrs a = {sizeof(a), kind, 0, {k, k}, {s, s}, {p, p}, {p, p}, {1, 1}, 1, 0};
@@ -505,15 +510,16 @@ static tsr_status softmax_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tens
 static tsr_tensor *softmax_common(const char *what, tsr_tensor *x, int32_t axis, int log) {
   if (x == NULL)
     return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
-  int32_t a = axis < 0 ? axis + x->rank : axis;
-  if (x->rank < 1 || a < 0 || a >= x->rank) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
-                   axis, x->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x) : axis;
+  if (tsr_tensor_rank(x) < 1 || a < 0 || a >= tsr_tensor_rank(x)) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: axis %d for a tensor of rank %d", what, axis, tsr_tensor_rank(x));
   }
   tsr_softmax_attrs attrs = {sizeof(attrs), a, log != 0};
   tsr_tensor *y = NULL;
-  if (alloc_run(what, TSR_OP_SOFTMAX, x->device, 1, &x, 1, &x->dtype, &x->rank,
-                (const int64_t(*)[TSR_MAX_RANK])x->sizes, &attrs, &y) != TSR_OK) {
+  if (alloc_run(what, TSR_OP_SOFTMAX, tsr_tensor_device(x), 1, &x, 1,
+                (const tsr_dtype_t[]){tsr_tensor_dtype(x)}, (const int32_t[]){tsr_tensor_rank(x)},
+                (const int64_t(*)[TSR_MAX_RANK])tsr_tensor_sizes(x), &attrs, &y) != TSR_OK) {
     return NULL;
   }
   if (tsr_ag_should_record(1, &x)) {
@@ -545,27 +551,29 @@ tsr_tensor *tsr_log_softmax(tsr_tensor *x, int32_t axis) {
 tsr_tensor *tsr_softmax_backward(tsr_tensor *dy, tsr_tensor *y, int32_t axis, int log) {
   const char *what = "softmax_backward";
   if (dy == NULL || y == NULL) {
-    return tsr_sdk_fail(dy ? dy->device : NULL, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
-                   dy ? "y" : "dy");
+    return tsr_sdk_fail(dy ? tsr_tensor_device(dy) : NULL, TSR_INVALID_ARGUMENT, "%s: %s is NULL",
+                        what, dy ? "y" : "dy");
   }
-  int32_t a = axis < 0 ? axis + y->rank : axis;
-  if (y->rank < 1 || a < 0 || a >= y->rank) {
-    return tsr_sdk_fail(y->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
-                   axis, y->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(y) : axis;
+  if (tsr_tensor_rank(y) < 1 || a < 0 || a >= tsr_tensor_rank(y)) {
+    return tsr_sdk_fail(tsr_tensor_device(y), TSR_INVALID_ARGUMENT,
+                        "%s: axis %d for a tensor of rank %d", what, axis, tsr_tensor_rank(y));
   }
-  int same = dy->rank == y->rank;
-  for (int32_t d = 0; same && d < y->rank; ++d) same = dy->sizes[d] == y->sizes[d];
+  int same = tsr_tensor_rank(dy) == tsr_tensor_rank(y);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(y); ++d)
+    same = tsr_tensor_sizes(dy)[d] == tsr_tensor_sizes(y)[d];
   if (!same) {
-    return tsr_sdk_fail(y->device, TSR_INVALID_ARGUMENT,
-                   "%s: dy (rank %d) and y (rank %d) differ in "
-                   "shape",
-                   what, dy->rank, y->rank);
+    return tsr_sdk_fail(tsr_tensor_device(y), TSR_INVALID_ARGUMENT,
+                        "%s: dy (rank %d) and y (rank %d) differ in "
+                        "shape",
+                        what, tsr_tensor_rank(dy), tsr_tensor_rank(y));
   }
   tsr_softmax_attrs attrs = {sizeof(attrs), a, log != 0};
   tsr_tensor *inputs[2] = {dy, y};
   tsr_tensor *dx = NULL;
-  alloc_run(what, TSR_OP_SOFTMAX_BACKWARD, y->device, 2, inputs, 1, &y->dtype, &y->rank,
-            (const int64_t(*)[TSR_MAX_RANK])y->sizes, &attrs, &dx);
+  alloc_run(what, TSR_OP_SOFTMAX_BACKWARD, tsr_tensor_device(y), 2, inputs, 1,
+            (const tsr_dtype_t[]){tsr_tensor_dtype(y)}, (const int32_t[]){tsr_tensor_rank(y)},
+            (const int64_t(*)[TSR_MAX_RANK])tsr_tensor_sizes(y), &attrs, &dx);
   return dx;
 }
 
@@ -575,13 +583,14 @@ tsr_tensor *tsr_softmax_backward(tsr_tensor *dy, tsr_tensor *y, int32_t axis, in
 // Checks that |t| has the normalised shape x.sizes[axis:].
 static tsr_status norm_shape_check(const char *what, const char *name, const tsr_tensor *t,
                                    const tsr_tensor *x, int32_t axis) {
-  int same = t->rank == x->rank - axis;
-  for (int32_t d = 0; same && d < t->rank; ++d) same = t->sizes[d] == x->sizes[axis + d];
+  int same = tsr_tensor_rank(t) == tsr_tensor_rank(x) - axis;
+  for (int32_t d = 0; same && d < tsr_tensor_rank(t); ++d)
+    same = tsr_tensor_sizes(t)[d] == tsr_tensor_sizes(x)[axis + d];
   if (same)
     return TSR_OK;
-  return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+  return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                   "%s: %s (rank %d) must have the normalised shape x.sizes[%d:] (rank %d)", what,
-                  name, t->rank, axis, x->rank - axis);
+                  name, tsr_tensor_rank(t), axis, tsr_tensor_rank(x) - axis);
 }
 
 static tsr_status layer_norm_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor **out_dx) {
@@ -616,22 +625,22 @@ tsr_tensor *tsr_layer_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta, i
     *out_rstd = NULL;
   if (x == NULL)
     return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
-  int32_t a = axis < 0 ? axis + x->rank : axis;
-  if (x->rank < 1 || a < 0 || a >= x->rank) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
-                   axis, x->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x) : axis;
+  if (tsr_tensor_rank(x) < 1 || a < 0 || a >= tsr_tensor_rank(x)) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: axis %d for a tensor of rank %d", what, axis, tsr_tensor_rank(x));
   }
   if (!(eps >= 0.0))
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: eps is %g", what, eps);
-  if (!dtype_is_float(x->dtype)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
-                   x->dtype);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: eps is %g", what, eps);
+  if (!dtype_is_float(tsr_tensor_dtype(x))) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: x dtype %d is not a float dtype", what, tsr_tensor_dtype(x));
   }
   if ((gamma == NULL) != (beta == NULL)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                   "%s: gamma and beta are both given or both NULL; "
-                   "%s is NULL",
-                   what, gamma ? "beta" : "gamma");
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: gamma and beta are both given or both NULL; "
+                        "%s is NULL",
+                        what, gamma ? "beta" : "gamma");
   }
   int affine = gamma != NULL;
   if (affine && (norm_shape_check(what, "gamma", gamma, x, a) != TSR_OK ||
@@ -639,16 +648,17 @@ tsr_tensor *tsr_layer_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta, i
     return NULL;
   }
   int64_t sizes[3][TSR_MAX_RANK];
-  memcpy(sizes[0], x->sizes, sizeof(sizes[0]));
-  for (int32_t d = 0; d < x->rank; ++d) sizes[1][d] = sizes[2][d] = d >= a ? 1 : x->sizes[d];
-  tsr_dtype_t sd = stat_dtype(x->dtype);
-  tsr_dtype_t dtypes[3] = {x->dtype, sd, sd};
-  int32_t ranks[3] = {x->rank, x->rank, x->rank};
+  memcpy(sizes[0], tsr_tensor_sizes(x), sizeof(sizes[0]));
+  for (int32_t d = 0; d < tsr_tensor_rank(x); ++d)
+    sizes[1][d] = sizes[2][d] = d >= a ? 1 : tsr_tensor_sizes(x)[d];
+  tsr_dtype_t sd = stat_dtype(tsr_tensor_dtype(x));
+  tsr_dtype_t dtypes[3] = {tsr_tensor_dtype(x), sd, sd};
+  int32_t ranks[3] = {tsr_tensor_rank(x), tsr_tensor_rank(x), tsr_tensor_rank(x)};
   tsr_layer_norm_attrs attrs = {sizeof(attrs), a, (uint32_t)affine, eps};
   tsr_tensor *inputs[3] = {x, gamma, beta};
   int32_t ni = affine ? 3 : 1;
   tsr_tensor *outputs[3];
-  if (alloc_run(what, TSR_OP_LAYER_NORM, x->device, ni, inputs, 3, dtypes, ranks,
+  if (alloc_run(what, TSR_OP_LAYER_NORM, tsr_tensor_device(x), ni, inputs, 3, dtypes, ranks,
                 (const int64_t(*)[TSR_MAX_RANK])sizes, &attrs, outputs) != TSR_OK) {
     return NULL;
   }
@@ -699,28 +709,30 @@ tsr_status tsr_layer_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *me
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what, names[i]);
   }
   if (out_dx == NULL || (gamma != NULL && (out_dgamma == NULL || out_dbeta == NULL))) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                     "%s: out_dx is required, and out_dgamma and out_dbeta with gamma", what);
   }
-  int32_t a = axis < 0 ? axis + x->rank : axis;
-  if (x->rank < 1 || a < 0 || a >= x->rank) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: axis %d for a tensor of rank %d", what,
-                    axis, x->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x) : axis;
+  if (tsr_tensor_rank(x) < 1 || a < 0 || a >= tsr_tensor_rank(x)) {
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                    "%s: axis %d for a tensor of rank %d", what, axis, tsr_tensor_rank(x));
   }
   if (gamma != NULL)
     TSR_RETURN_IF_ERROR(norm_shape_check(what, "gamma", gamma, x, a));
   int affine = gamma != NULL;
   int64_t sizes[3][TSR_MAX_RANK];
-  memcpy(sizes[0], x->sizes, sizeof(sizes[0]));
-  for (int32_t d = a; d < x->rank; ++d) sizes[1][d - a] = sizes[2][d - a] = x->sizes[d];
-  tsr_dtype_t dtypes[3] = {x->dtype, affine ? gamma->dtype : x->dtype,
-                           affine ? gamma->dtype : x->dtype};
-  int32_t ranks[3] = {x->rank, x->rank - a, x->rank - a};
+  memcpy(sizes[0], tsr_tensor_sizes(x), sizeof(sizes[0]));
+  for (int32_t d = a; d < tsr_tensor_rank(x); ++d)
+    sizes[1][d - a] = sizes[2][d - a] = tsr_tensor_sizes(x)[d];
+  tsr_dtype_t dtypes[3] = {tsr_tensor_dtype(x),
+                           affine ? tsr_tensor_dtype(gamma) : tsr_tensor_dtype(x),
+                           affine ? tsr_tensor_dtype(gamma) : tsr_tensor_dtype(x)};
+  int32_t ranks[3] = {tsr_tensor_rank(x), tsr_tensor_rank(x) - a, tsr_tensor_rank(x) - a};
   tsr_layer_norm_attrs attrs = {sizeof(attrs), a, (uint32_t)affine, eps};
   tsr_tensor *inputs[5] = {dy, x, mean, rstd, gamma};
   tsr_tensor *outputs[3] = {NULL, NULL, NULL};
-  TSR_RETURN_IF_ERROR(alloc_run(what, TSR_OP_LAYER_NORM_BACKWARD, x->device, affine ? 5 : 4, inputs,
-                                affine ? 3 : 1, dtypes, ranks,
+  TSR_RETURN_IF_ERROR(alloc_run(what, TSR_OP_LAYER_NORM_BACKWARD, tsr_tensor_device(x),
+                                affine ? 5 : 4, inputs, affine ? 3 : 1, dtypes, ranks,
                                 (const int64_t(*)[TSR_MAX_RANK])sizes, &attrs, outputs));
   *out_dx = outputs[0];
   if (affine) {
@@ -746,13 +758,14 @@ static tsr_tensor *channel_fill(const char *what, tsr_device *device, tsr_dtype_
 
 static tsr_status channel_check(const char *what, const char *name, const tsr_tensor *t,
                                 const tsr_tensor *x, tsr_dtype_t dtype) {
-  if (t->rank == 1 && t->sizes[0] == x->sizes[1] && t->dtype == dtype)
+  if (tsr_tensor_rank(t) == 1 && tsr_tensor_sizes(t)[0] == tsr_tensor_sizes(x)[1] &&
+      tsr_tensor_dtype(t) == dtype)
     return TSR_OK;
-  return tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+  return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
                   "%s: %s must be [C] = [%lld] of dtype %d; it has rank %d, %lld elements, dtype "
                   "%d",
-                  what, name, (long long)x->sizes[1], dtype, t->rank,
-                  (long long)tsr_tensor_numel(t), t->dtype);
+                  what, name, (long long)tsr_tensor_sizes(x)[1], dtype, tsr_tensor_rank(t),
+                  (long long)tsr_tensor_numel(t), tsr_tensor_dtype(t));
 }
 
 static tsr_status batch_norm_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor **out_dx) {
@@ -787,25 +800,25 @@ tsr_tensor *tsr_batch_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta,
     *out_save_invstd = NULL;
   if (x == NULL)
     return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "%s: x is NULL", what);
-  if (x->rank < 2) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x has rank %d, expected [N, C, ...]", what,
-                   x->rank);
+  if (tsr_tensor_rank(x) < 2) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: x has rank %d, expected [N, C, ...]", what, tsr_tensor_rank(x));
   }
-  if (!dtype_is_float(x->dtype)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x dtype %d is not a float dtype", what,
-                   x->dtype);
+  if (!dtype_is_float(tsr_tensor_dtype(x))) {
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: x dtype %d is not a float dtype", what, tsr_tensor_dtype(x));
   }
   if (!(eps >= 0.0) || !(momentum >= 0.0 && momentum <= 1.0)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                   "%s: eps %g must be >= 0 and momentum %g in [0, 1]", what, eps, momentum);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: eps %g must be >= 0 and momentum %g in [0, 1]", what, eps, momentum);
   }
   if (!training && (running_mean == NULL || running_var == NULL)) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                   "%s: evaluation normalises with the running statistics; %s is NULL", what,
-                   running_mean == NULL ? "running_mean" : "running_var");
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "%s: evaluation normalises with the running statistics; %s is NULL", what,
+                        running_mean == NULL ? "running_mean" : "running_var");
   }
-  tsr_dtype_t sd = stat_dtype(x->dtype);
-  int64_t channels = x->sizes[1];
+  tsr_dtype_t sd = stat_dtype(tsr_tensor_dtype(x));
+  int64_t channels = tsr_tensor_sizes(x)[1];
   tsr_tensor *given[4] = {gamma, beta, running_mean, running_var};
   static const char *const names[4] = {"gamma", "beta", "running_mean", "running_var"};
   for (int i = 0; i < 4; ++i) {
@@ -828,17 +841,17 @@ tsr_tensor *tsr_batch_norm(tsr_tensor *x, tsr_tensor *gamma, tsr_tensor *beta,
   tsr_tensor *y = NULL;
   for (int i = 0; i < 4; ++i) {
     ops[i] = given[i] != NULL ? tsr_tensor_retain(given[i])
-                              : channel_fill(what, x->device, sd, channels, fills[i]);
+                              : channel_fill(what, tsr_tensor_device(x), sd, channels, fills[i]);
     if (ops[i] == NULL)
       goto done;
   }
   int64_t sizes[3][TSR_MAX_RANK];
-  memcpy(sizes[0], x->sizes, sizeof(sizes[0]));
+  memcpy(sizes[0], tsr_tensor_sizes(x), sizeof(sizes[0]));
   sizes[1][0] = sizes[2][0] = channels;
-  tsr_dtype_t dtypes[3] = {x->dtype, sd, sd};
-  int32_t ranks[3] = {x->rank, 1, 1};
+  tsr_dtype_t dtypes[3] = {tsr_tensor_dtype(x), sd, sd};
+  int32_t ranks[3] = {tsr_tensor_rank(x), 1, 1};
   for (int i = 0; i < 3; ++i) {
-    outputs[i] = tsr_tensor_alloc(what, x->device, dtypes[i], ranks[i], sizes[i]);
+    outputs[i] = tsr_tensor_alloc(what, tsr_tensor_device(x), dtypes[i], ranks[i], sizes[i]);
     if (outputs[i] == NULL)
       goto done;
   }
@@ -904,27 +917,28 @@ tsr_status tsr_batch_norm_backward(tsr_tensor *dy, tsr_tensor *x, tsr_tensor *ga
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what, names[i]);
   }
   if (out_dx == NULL)
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: out_dx is NULL", what);
-  if (x->rank < 2) {
-    return tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x has rank %d, expected [N, C, ...]",
-                    what, x->rank);
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: out_dx is NULL", what);
+  if (tsr_tensor_rank(x) < 2) {
+    return tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                    "%s: x has rank %d, expected [N, C, ...]", what, tsr_tensor_rank(x));
   }
-  tsr_dtype_t sd = stat_dtype(x->dtype);
-  int64_t channels = x->sizes[1];
-  tsr_tensor *g =
-      gamma != NULL ? tsr_tensor_retain(gamma) : channel_fill(what, x->device, sd, channels, 1.0);
+  tsr_dtype_t sd = stat_dtype(tsr_tensor_dtype(x));
+  int64_t channels = tsr_tensor_sizes(x)[1];
+  tsr_tensor *g = gamma != NULL ? tsr_tensor_retain(gamma)
+                                : channel_fill(what, tsr_tensor_device(x), sd, channels, 1.0);
   if (g == NULL)
     return tsr_sdk_last_status();
   int64_t sizes[3][TSR_MAX_RANK];
-  memcpy(sizes[0], x->sizes, sizeof(sizes[0]));
+  memcpy(sizes[0], tsr_tensor_sizes(x), sizeof(sizes[0]));
   sizes[1][0] = sizes[2][0] = channels;
-  tsr_dtype_t dtypes[3] = {x->dtype, sd, sd};
-  int32_t ranks[3] = {x->rank, 1, 1};
+  tsr_dtype_t dtypes[3] = {tsr_tensor_dtype(x), sd, sd};
+  int32_t ranks[3] = {tsr_tensor_rank(x), 1, 1};
   tsr_batch_norm_attrs attrs = {sizeof(attrs), eps, 0.0, training != 0, 0};
   tsr_tensor *inputs[5] = {dy, x, g, save_mean, save_invstd};
   tsr_tensor *outputs[3] = {NULL, NULL, NULL};
-  tsr_status status = alloc_run(what, TSR_OP_BATCH_NORM_BACKWARD, x->device, 5, inputs, 3, dtypes,
-                                ranks, (const int64_t(*)[TSR_MAX_RANK])sizes, &attrs, outputs);
+  tsr_status status =
+      alloc_run(what, TSR_OP_BATCH_NORM_BACKWARD, tsr_tensor_device(x), 5, inputs, 3, dtypes, ranks,
+                (const int64_t(*)[TSR_MAX_RANK])sizes, &attrs, outputs);
   if (gamma != NULL) {
     tsr_tensor_unref(g);  // retained above, not created
   } else {
@@ -968,17 +982,18 @@ static tsr_status ce_operands_check(const char *what, const tsr_tensor *logits,
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
                          logits ? "target" : "logits");
   }
-  if (logits->rank != 2 || !dtype_is_float(logits->dtype)) {
-    return tsr_fail(logits->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(logits) != 2 || !dtype_is_float(tsr_tensor_dtype(logits))) {
+    return tsr_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT,
                     "%s: logits must be float [N, C]; it has rank %d and dtype %d", what,
-                    logits->rank, logits->dtype);
+                    tsr_tensor_rank(logits), tsr_tensor_dtype(logits));
   }
-  if (target->rank != 1 || target->sizes[0] != logits->sizes[0] || target->dtype != TSR_INT64) {
-    return tsr_fail(logits->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(target) != 1 || tsr_tensor_sizes(target)[0] != tsr_tensor_sizes(logits)[0] ||
+      tsr_tensor_dtype(target) != TSR_INT64) {
+    return tsr_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT,
                     "%s: target must be int64 [N] = [%lld]; it has rank %d, %lld elements, dtype "
                     "%d",
-                    what, (long long)logits->sizes[0], target->rank,
-                    (long long)tsr_tensor_numel(target), target->dtype);
+                    what, (long long)tsr_tensor_sizes(logits)[0], tsr_tensor_rank(target),
+                    (long long)tsr_tensor_numel(target), tsr_tensor_dtype(target));
   }
   return TSR_OK;
 }
@@ -1004,14 +1019,14 @@ tsr_tensor *tsr_cross_entropy(tsr_tensor *logits, tsr_tensor *target,
     return NULL;
   tsr_cross_entropy_attrs a;
   if (ce_attrs_get(what, attrs, &a) != TSR_OK) {
-    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
-  int64_t sizes[2][TSR_MAX_RANK] = {{logits->sizes[0]}, {logits->sizes[0]}};
-  tsr_dtype_t dtypes[2] = {logits->dtype, TSR_FLOAT32};
+  int64_t sizes[2][TSR_MAX_RANK] = {{tsr_tensor_sizes(logits)[0]}, {tsr_tensor_sizes(logits)[0]}};
+  tsr_dtype_t dtypes[2] = {tsr_tensor_dtype(logits), TSR_FLOAT32};
   int32_t ranks[2] = {a.reduction == TSR_REDUCTION_NONE ? 1 : 0, 1};
   tsr_tensor *inputs[2] = {logits, target};
   tsr_tensor *outputs[2];
-  if (alloc_run(what, TSR_OP_CROSS_ENTROPY, logits->device, 2, inputs, 2, dtypes, ranks,
+  if (alloc_run(what, TSR_OP_CROSS_ENTROPY, tsr_tensor_device(logits), 2, inputs, 2, dtypes, ranks,
                 (const int64_t(*)[TSR_MAX_RANK])sizes, &a, outputs) != TSR_OK) {
     return NULL;
   }
@@ -1042,17 +1057,19 @@ tsr_tensor *tsr_cross_entropy_backward(tsr_tensor *dloss, tsr_tensor *logits, ts
   if (ce_operands_check(what, logits, target) != TSR_OK)
     return NULL;
   if (dloss == NULL || lse == NULL) {
-    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
-                   dloss ? "lse" : "dloss");
+    return tsr_sdk_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT, "%s: %s is NULL", what,
+                        dloss ? "lse" : "dloss");
   }
   tsr_cross_entropy_attrs a;
   if (ce_attrs_get(what, attrs, &a) != TSR_OK) {
-    return tsr_sdk_fail(logits->device, TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
+    return tsr_sdk_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT, "%s", tsr_error_message());
   }
   tsr_tensor *inputs[4] = {dloss, logits, target, lse};
   tsr_tensor *dlogits = NULL;
-  alloc_run(what, TSR_OP_CROSS_ENTROPY_BACKWARD, logits->device, 4, inputs, 1, &logits->dtype,
-            &logits->rank, (const int64_t(*)[TSR_MAX_RANK])logits->sizes, &a, &dlogits);
+  alloc_run(what, TSR_OP_CROSS_ENTROPY_BACKWARD, tsr_tensor_device(logits), 4, inputs, 1,
+            (const tsr_dtype_t[]){tsr_tensor_dtype(logits)},
+            (const int32_t[]){tsr_tensor_rank(logits)},
+            (const int64_t(*)[TSR_MAX_RANK])tsr_tensor_sizes(logits), &a, &dlogits);
   return dlogits;
 }
 
@@ -1071,7 +1088,7 @@ tsr_status tsr_sgd_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *mome
                                         : "attrs");
   }
   if (attrs->momentum != 0.0 && momentum_buf == NULL) {
-    return tsr_fail(param->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(param), TSR_INVALID_ARGUMENT,
                     "%s: momentum is %g and momentum_buf is NULL", what, attrs->momentum);
   }
   tsr_tensor *buf = momentum_buf;
@@ -1081,11 +1098,12 @@ tsr_status tsr_sgd_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *mome
     // in for it: a [0] handle on param's storage, which allocates nothing and
     // overlaps nothing. (The core refuses a NULL operand.)
     int previous = tsr_scope_suspend();
-    empty = tsr_tensor_make(param->storage, param->dtype, 1, (const int64_t[]){0},
-                            (const int64_t[]){1}, param->offset);
+    empty = tsr_tensor_view_create(param, 1, (const int64_t[]){0}, (const int64_t[]){1},
+                                   tsr_tensor_offset(param));
     tsr_scope_resume(previous);
     if (empty == NULL) {
-      return tsr_fail(param->device, TSR_OUT_OF_MEMORY, "%s: no host memory for a handle", what);
+      return tsr_fail(tsr_tensor_device(param), TSR_OUT_OF_MEMORY,
+                      "%s: no host memory for a handle", what);
     }
     buf = empty;
   }
@@ -1105,10 +1123,10 @@ tsr_status tsr_adam_update_(tsr_tensor *param, tsr_tensor *grad, tsr_tensor *exp
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what, names[i]);
   }
   if (attrs == NULL)
-    return tsr_fail(param->device, TSR_INVALID_ARGUMENT, "%s: attrs is NULL", what);
+    return tsr_fail(tsr_tensor_device(param), TSR_INVALID_ARGUMENT, "%s: attrs is NULL", what);
   if (attrs->struct_size >= offsetof(tsr_adam_attrs, step) + sizeof(int64_t) && attrs->step < 1) {
-    return tsr_fail(param->device, TSR_INVALID_ARGUMENT, "%s: step is %lld, it counts from 1", what,
-                    (long long)attrs->step);
+    return tsr_fail(tsr_tensor_device(param), TSR_INVALID_ARGUMENT,
+                    "%s: step is %lld, it counts from 1", what, (long long)attrs->step);
   }
   tsr_tensor *outputs[3] = {param, exp_avg, exp_avg_sq};
   return tsr_dispatch(TSR_OP_ADAM_UPDATE, 1, &grad, 3, outputs, attrs);

@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "autograd_internal.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 #include "sdk_errors.h"
 
@@ -33,7 +32,7 @@ static tsr_status concat_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tenso
   int32_t axis = (int32_t)node->ints[0];
   int64_t offset = 0;
   for (int32_t i = 0; i < node->num_inputs; ++i) {
-    int64_t size = node->inputs[i]->sizes[axis];
+    int64_t size = tsr_tensor_sizes(node->inputs[i])[axis];
     if (tsr_ag_needs_grad(node, i)) {
       out_dx[i] = tsr_slice(dy, axis, offset, offset + size, 1);
       if (out_dx[i] == NULL) {
@@ -55,8 +54,8 @@ static tsr_tensor *concat_grouped(int32_t count, tsr_tensor *const *xs, int32_t 
   int32_t groups = (count + CONCAT_MAX_INPUTS - 1) / CONCAT_MAX_INPUTS;
   tsr_tensor **parts = calloc((size_t)groups, sizeof(*parts));
   if (parts == NULL) {
-    return tsr_sdk_fail(xs[0]->device, TSR_OUT_OF_MEMORY, "concat: no host memory for %d groups",
-                      groups);
+    return tsr_sdk_fail(tsr_tensor_device(xs[0]), TSR_OUT_OF_MEMORY,
+                        "concat: no host memory for %d groups", groups);
   }
   tsr_tensor *out = NULL;
   int32_t made = 0;
@@ -85,38 +84,41 @@ tsr_tensor *tsr_concat(int32_t count, tsr_tensor *const *xs, int32_t axis) {
       return tsr_sdk_fail(NULL, TSR_INVALID_ARGUMENT, "concat: xs[%d] is NULL", i);
   }
   const tsr_tensor *x0 = xs[0];
-  int32_t a = axis < 0 ? axis + x0->rank : axis;
-  if (x0->rank < 1 || a < 0 || a >= x0->rank) {
-    return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT, "concat: axis %d for tensors of rank %d",
-                      axis, x0->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x0) : axis;
+  if (tsr_tensor_rank(x0) < 1 || a < 0 || a >= tsr_tensor_rank(x0)) {
+    return tsr_sdk_fail(tsr_tensor_device(x0), TSR_INVALID_ARGUMENT,
+                        "concat: axis %d for tensors of rank %d", axis, tsr_tensor_rank(x0));
   }
   int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, x0->sizes, sizeof(sizes));
+  memcpy(sizes, tsr_tensor_sizes(x0), sizeof(sizes));
   sizes[a] = 0;
   for (int32_t i = 0; i < count; ++i) {
     const tsr_tensor *x = xs[i];
-    if (x->rank != x0->rank || x->dtype != x0->dtype || x->device != x0->device) {
-      return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
-                        "concat: xs[%d] has rank %d, dtype %d on %s; xs[0] has rank %d, dtype %d "
-                        "on %s",
-                        i, x->rank, x->dtype, x->device->name, x0->rank, x0->dtype,
-                        x0->device->name);
+    if (tsr_tensor_rank(x) != tsr_tensor_rank(x0) || tsr_tensor_dtype(x) != tsr_tensor_dtype(x0) ||
+        tsr_tensor_device(x) != tsr_tensor_device(x0)) {
+      return tsr_sdk_fail(tsr_tensor_device(x0), TSR_INVALID_ARGUMENT,
+                          "concat: xs[%d] has rank %d, dtype %d on %s; xs[0] has rank %d, dtype %d "
+                          "on %s",
+                          i, tsr_tensor_rank(x), tsr_tensor_dtype(x),
+                          tsr_device_name(tsr_tensor_device(x)), tsr_tensor_rank(x0),
+                          tsr_tensor_dtype(x0), tsr_device_name(tsr_tensor_device(x0)));
     }
-    for (int32_t d = 0; d < x->rank; ++d) {
-      if (d != a && x->sizes[d] != x0->sizes[d]) {
-        return tsr_sdk_fail(x0->device, TSR_INVALID_ARGUMENT,
-                          "concat: xs[%d] sizes[%d] is %lld, xs[0] has %lld (only axis %d may "
-                          "differ)",
-                          i, d, (long long)x->sizes[d], (long long)x0->sizes[d], a);
+    for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
+      if (d != a && tsr_tensor_sizes(x)[d] != tsr_tensor_sizes(x0)[d]) {
+        return tsr_sdk_fail(tsr_tensor_device(x0), TSR_INVALID_ARGUMENT,
+                            "concat: xs[%d] sizes[%d] is %lld, xs[0] has %lld (only axis %d may "
+                            "differ)",
+                            i, d, (long long)tsr_tensor_sizes(x)[d],
+                            (long long)tsr_tensor_sizes(x0)[d], a);
       }
     }
-    sizes[a] += x->sizes[a];
+    sizes[a] += tsr_tensor_sizes(x)[a];
   }
   if (count > CONCAT_MAX_INPUTS)
     return concat_grouped(count, xs, a);
   tsr_concat_attrs attrs = {sizeof(attrs), a, 0};
-  tsr_tensor *out =
-      alloc_run(what, TSR_OP_CONCAT, x0->device, x0->dtype, x0->rank, sizes, count, xs, &attrs);
+  tsr_tensor *out = alloc_run(what, TSR_OP_CONCAT, tsr_tensor_device(x0), tsr_tensor_dtype(x0),
+                              tsr_tensor_rank(x0), sizes, count, xs, &attrs);
   if (out == NULL)
     return NULL;
   if (tsr_ag_should_record(count, xs)) {
@@ -155,22 +157,23 @@ static tsr_status pad_rule_gather_back(const tsr_pad_attrs *a, const tsr_tensor 
   tsr_tensor *g = tsr_tensor_retain(dy);
   int64_t *positions = NULL;
   tsr_status status = TSR_OK;
-  for (int32_t d = 0; d < x->rank && status == TSR_OK; ++d) {
+  for (int32_t d = 0; d < tsr_tensor_rank(x) && status == TSR_OK; ++d) {
     if (a->pad_before[d] == 0 && a->pad_after[d] == 0)
       continue;
-    int64_t n = x->sizes[d], len = g->sizes[d];
+    int64_t n = tsr_tensor_sizes(x)[d], len = tsr_tensor_sizes(g)[d];
     int64_t *grown = realloc(positions, (size_t)len * sizeof(int64_t));
     if (grown == NULL) {
-      status = tsr_fail(x->device, TSR_OUT_OF_MEMORY, "pad backward: no host memory");
+      status = tsr_fail(tsr_tensor_device(x), TSR_OUT_OF_MEMORY, "pad backward: no host memory");
       break;
     }
     positions = grown;
     for (int64_t j = 0; j < len; ++j) positions[j] = pad_source(a->mode, j, a->pad_before[d], n);
-    tsr_tensor *index = tsr_tensor_from_host(x->device, TSR_INT64, 1, &len, positions);
+    tsr_tensor *index = tsr_tensor_from_host(tsr_tensor_device(x), TSR_INT64, 1, &len, positions);
     int64_t sizes[TSR_MAX_RANK];
-    memcpy(sizes, g->sizes, sizeof(sizes));
+    memcpy(sizes, tsr_tensor_sizes(g), sizeof(sizes));
     sizes[d] = n;
-    tsr_tensor *sum = tsr_zeros(x->device, g->dtype, g->rank, sizes);
+    tsr_tensor *sum =
+        tsr_zeros(tsr_tensor_device(x), tsr_tensor_dtype(g), tsr_tensor_rank(g), sizes);
     if (index == NULL || sum == NULL) {
       status = tsr_sdk_last_status();
     } else {
@@ -199,10 +202,10 @@ static tsr_status pad_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor *
     return pad_rule_gather_back(&a, x, dy, out_dx);
   // The padding is constant: dx is the window of dy over x.
   tsr_tensor *g = tsr_tensor_retain(dy);
-  for (int32_t d = 0; d < x->rank; ++d) {
+  for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
     if (a.pad_before[d] == 0 && a.pad_after[d] == 0)
       continue;
-    tsr_tensor *s = tsr_slice(g, d, a.pad_before[d], a.pad_before[d] + x->sizes[d], 1);
+    tsr_tensor *s = tsr_slice(g, d, a.pad_before[d], a.pad_before[d] + tsr_tensor_sizes(x)[d], 1);
     tsr_tensor_release(g);
     if (s == NULL)
       return tsr_sdk_last_status();
@@ -215,47 +218,50 @@ static tsr_status pad_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor *
 tsr_tensor *tsr_pad(tsr_tensor *x, const tsr_pad_attrs *attrs) {
   const char *what = "pad";
   if (x == NULL || attrs == NULL) {
-    return tsr_sdk_fail(x ? x->device : NULL, TSR_INVALID_ARGUMENT, "pad: %s is NULL",
-                      x ? "attrs" : "x");
+    return tsr_sdk_fail(x ? tsr_tensor_device(x) : NULL, TSR_INVALID_ARGUMENT, "pad: %s is NULL",
+                        x ? "attrs" : "x");
   }
   tsr_pad_attrs a;
   memset(&a, 0, sizeof(a));
   if (attrs->struct_size < sizeof(size_t) || attrs->struct_size > 512) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: attrs->struct_size %zu is not valid",
-                      attrs->struct_size);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "pad: attrs->struct_size %zu is not valid", attrs->struct_size);
   }
   memcpy(&a, attrs, attrs->struct_size < sizeof(a) ? attrs->struct_size : sizeof(a));
   a.struct_size = sizeof(a);
   if (a.mode < 0 || a.mode >= TSR_PAD_MODE_COUNT) {
-    return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: mode %d is not a tsr_pad_mode_t",
-                      a.mode);
+    return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                        "pad: mode %d is not a tsr_pad_mode_t", a.mode);
   }
   int64_t sizes[TSR_MAX_RANK] = {0};
   for (int32_t d = 0; d < TSR_MAX_RANK; ++d) {
-    if (d >= x->rank) {  // entries past the rank mean nothing
+    if (d >= tsr_tensor_rank(x)) {  // entries past the rank mean nothing
       a.pad_before[d] = a.pad_after[d] = 0;
       continue;
     }
-    int64_t n = x->sizes[d], before = a.pad_before[d], after = a.pad_after[d];
+    int64_t n = tsr_tensor_sizes(x)[d], before = a.pad_before[d], after = a.pad_after[d];
     if (before < 0 || after < 0) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: pads of dim %d are %lld and %lld", d,
-                        (long long)before, (long long)after);
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                          "pad: pads of dim %d are %lld and %lld", d, (long long)before,
+                          (long long)after);
     }
     if (a.mode == TSR_PAD_REFLECT && (before >= n || after >= n) && before + after > 0) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                        "pad: reflect pads %lld and %lld of dim %d must be below its size %lld",
-                        (long long)before, (long long)after, d, (long long)n);
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                          "pad: reflect pads %lld and %lld of dim %d must be below its size %lld",
+                          (long long)before, (long long)after, d, (long long)n);
     }
     if (a.mode == TSR_PAD_REPLICATE && n == 0 && before + after > 0) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT,
-                        "pad: replicate padding of the empty dim %d has no edge to repeat", d);
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
+                          "pad: replicate padding of the empty dim %d has no edge to repeat", d);
     }
     if (before > INT64_MAX - n - after) {
-      return tsr_sdk_fail(x->device, TSR_INVALID_ARGUMENT, "pad: dim %d overflows int64", d);
+      return tsr_sdk_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "pad: dim %d overflows int64",
+                          d);
     }
     sizes[d] = before + n + after;
   }
-  tsr_tensor *out = alloc_run(what, TSR_OP_PAD, x->device, x->dtype, x->rank, sizes, 1, &x, &a);
+  tsr_tensor *out = alloc_run(what, TSR_OP_PAD, tsr_tensor_device(x), tsr_tensor_dtype(x),
+                              tsr_tensor_rank(x), sizes, 1, &x, &a);
   if (out == NULL)
     return NULL;
   if (tsr_ag_should_record(1, &x)) {
@@ -280,15 +286,16 @@ static tsr_status index_check(const char *what, const tsr_tensor *indexed, const
   if (indexed == NULL || index == NULL) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: %s is NULL", what, indexed ? "index" : name);
   }
-  if (index->rank != 1 || (index->dtype != TSR_INT32 && index->dtype != TSR_INT64)) {
-    return tsr_fail(indexed->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(index) != 1 ||
+      (tsr_tensor_dtype(index) != TSR_INT32 && tsr_tensor_dtype(index) != TSR_INT64)) {
+    return tsr_fail(tsr_tensor_device(indexed), TSR_INVALID_ARGUMENT,
                     "%s: index must be int32 or int64 of rank 1; it has rank %d and dtype %d", what,
-                    index->rank, index->dtype);
+                    tsr_tensor_rank(index), tsr_tensor_dtype(index));
   }
-  int32_t a = axis < 0 ? axis + indexed->rank : axis;
-  if (indexed->rank < 1 || a < 0 || a >= indexed->rank) {
-    return tsr_fail(indexed->device, TSR_INVALID_ARGUMENT, "%s: axis %d for %s of rank %d", what,
-                    axis, name, indexed->rank);
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(indexed) : axis;
+  if (tsr_tensor_rank(indexed) < 1 || a < 0 || a >= tsr_tensor_rank(indexed)) {
+    return tsr_fail(tsr_tensor_device(indexed), TSR_INVALID_ARGUMENT,
+                    "%s: axis %d for %s of rank %d", what, axis, name, tsr_tensor_rank(indexed));
   }
   *out_axis = a;
   return TSR_OK;
@@ -299,21 +306,25 @@ static tsr_status src_check(const char *what, const tsr_tensor *indexed, const t
                             const tsr_tensor *index, int32_t axis) {
   if (src == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: src is NULL", what);
-  int same = src->rank == indexed->rank && src->dtype == indexed->dtype;
-  for (int32_t d = 0; same && d < src->rank; ++d) {
-    same = src->sizes[d] == (d == axis ? index->sizes[0] : indexed->sizes[d]);
+  int same = tsr_tensor_rank(src) == tsr_tensor_rank(indexed) &&
+             tsr_tensor_dtype(src) == tsr_tensor_dtype(indexed);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(src); ++d) {
+    same = tsr_tensor_sizes(src)[d] ==
+           (d == axis ? tsr_tensor_sizes(index)[0] : tsr_tensor_sizes(indexed)[d]);
   }
   if (same)
     return TSR_OK;
-  return tsr_fail(indexed->device, TSR_INVALID_ARGUMENT,
+  return tsr_fail(tsr_tensor_device(indexed), TSR_INVALID_ARGUMENT,
                   "%s: src (rank %d, dtype %d) must have the destination's dtype %d and sizes, "
                   "with the index length %lld on axis %d",
-                  what, src->rank, src->dtype, indexed->dtype, (long long)index->sizes[0], axis);
+                  what, tsr_tensor_rank(src), tsr_tensor_dtype(src), tsr_tensor_dtype(indexed),
+                  (long long)tsr_tensor_sizes(index)[0], axis);
 }
 
 static tsr_status gather_rule(const tsr_ag_node *node, tsr_tensor *dy, tsr_tensor **out_dx) {
   const tsr_tensor *x = node->inputs[0];
-  tsr_tensor *dx = tsr_zeros(x->device, dy->dtype, x->rank, x->sizes);
+  tsr_tensor *dx = tsr_zeros(tsr_tensor_device(x), tsr_tensor_dtype(dy), tsr_tensor_rank(x),
+                             tsr_tensor_sizes(x));
   if (dx == NULL)
     return tsr_sdk_last_status();
   tsr_status status = tsr_scatter_add_(dx, (int32_t)node->ints[0], node->inputs[1], dy);
@@ -331,12 +342,12 @@ tsr_tensor *tsr_gather(tsr_tensor *x, int32_t axis, tsr_tensor *index) {
   if (index_check(what, x, "x", axis, index, &a) != TSR_OK)
     return NULL;
   int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, x->sizes, sizeof(sizes));
-  sizes[a] = index->sizes[0];
+  memcpy(sizes, tsr_tensor_sizes(x), sizeof(sizes));
+  sizes[a] = tsr_tensor_sizes(index)[0];
   tsr_gather_attrs attrs = {sizeof(attrs), a, 0};
   tsr_tensor *inputs[2] = {x, index};
-  tsr_tensor *out =
-      alloc_run(what, TSR_OP_GATHER, x->device, x->dtype, x->rank, sizes, 2, inputs, &attrs);
+  tsr_tensor *out = alloc_run(what, TSR_OP_GATHER, tsr_tensor_device(x), tsr_tensor_dtype(x),
+                              tsr_tensor_rank(x), sizes, 2, inputs, &attrs);
   if (out == NULL)
     return NULL;
   if (tsr_ag_should_record(2, inputs)) {
@@ -372,7 +383,8 @@ tsr_tensor *tsr_scatter_add(tsr_tensor *base, int32_t axis, tsr_tensor *index, t
       src_check(what, base, src, index, a) != TSR_OK) {
     return NULL;
   }
-  tsr_tensor *out = tsr_tensor_alloc(what, base->device, base->dtype, base->rank, base->sizes);
+  tsr_tensor *out = tsr_tensor_alloc(what, tsr_tensor_device(base), tsr_tensor_dtype(base),
+                                     tsr_tensor_rank(base), tsr_tensor_sizes(base));
   if (out == NULL)
     return NULL;
   tsr_gather_attrs attrs = {sizeof(attrs), a, 0};
@@ -403,7 +415,7 @@ tsr_status tsr_scatter_add_(tsr_tensor *out, int32_t axis, tsr_tensor *index, ts
   TSR_RETURN_IF_ERROR(tsr_ag_check_inplace(what, out));
   if (tsr_ag_should_record(1, &src)) {
     // An in-place op has no node to carry src's gradient: it would be lost.
-    return tsr_fail(out->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(out), TSR_INVALID_ARGUMENT,
                     "%s: src requires grad while grad mode is on, and the in-place form is not "
                     "recorded; use tsr_scatter_add",
                     what);

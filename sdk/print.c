@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 // --- the sink ----------------------------------------------------------------
@@ -315,7 +314,7 @@ tsr_status tsr_tensor_format(const tsr_tensor *tensor, char *buf, size_t size,
                              const tsr_format_options *options, size_t *out_length) {
   if (tensor == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_format: tensor is NULL");
-  if (!tsr_tensor_is_live(tensor))
+  if (!tsr_tensor_handle_is_live(tensor))
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_format: the handle was released");
   tsr_device *device = tsr_tensor_device(tensor);
   if (buf == NULL && size != 0) {

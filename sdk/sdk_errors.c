@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 
 tsr_tensor *tsr_sdk_fail(const tsr_device *device, tsr_status status, const char *format, ...) {
   char message[512];

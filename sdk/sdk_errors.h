@@ -2,7 +2,7 @@
 #ifndef TESSERA_SDK_SDK_ERRORS_H_
 #define TESSERA_SDK_SDK_ERRORS_H_
 
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 // Sets this thread's error and |device|'s context's sticky error to the

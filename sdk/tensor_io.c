@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "autograd_rules.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 // Element order of a strided tensor, walked as a row-major odometer.
@@ -42,7 +41,7 @@ tsr_tensor *tsr_tensor_from_host(tsr_device *device, tsr_dtype_t dtype, int32_t 
                                  const int64_t *sizes, const void *data) {
   tsr_tensor *t = empty_named("tensor_from_host", device, dtype, rank, sizes);
   if (t == NULL) return NULL;
-  uint64_t bytes = t->storage->bytes;
+  uint64_t bytes = tsr_tensor_storage_bytes(t);
   if (bytes > 0 && data == NULL) {
     tsr_fail(device, TSR_INVALID_ARGUMENT, "tensor_from_host: data is NULL for %llu bytes",
              (unsigned long long)bytes);
@@ -50,16 +49,12 @@ tsr_tensor *tsr_tensor_from_host(tsr_device *device, tsr_dtype_t dtype, int32_t 
     return NULL;
   }
   if (bytes > 0) {
-    tsr_stream *stream = tsr_stream_current(device);
-    tsr_status status = device->plugin->api->copy_host_to_device(stream->handle, data,
-                                                                 t->storage->buffer, 0, bytes);
+    tsr_status status = tsr_tensor_storage_write("tensor_from_host", t, data, bytes);
     if (status != TSR_OK) {
-      tsr_error_prefix("tensor_from_host");
-      tsr_fail(device, tsr_device_check_status(device, status), "%s", tsr_error_message());
+      tsr_fail(device, status, "%s", tsr_error_message());
       tsr_tensor_release(t);
       return NULL;
     }
-    atomic_fetch_add(&t->storage->version, 1);
   }
   return t;
 }
@@ -69,15 +64,16 @@ tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_by
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: %s is NULL",
                          tensor ? "dst" : "tensor");
   }
-  if (!tsr_tensor_is_live(tensor)) {
+  if (!tsr_tensor_handle_is_live(tensor)) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "tensor_to_host: the handle was released");
   }
-  tsr_device *device = tensor->device;
-  if (atomic_load_explicit(&device->retired, memory_order_relaxed)) {
+  tsr_device *device = tsr_tensor_device(tensor);
+  if (tsr_device_is_retired(device)) {
     return tsr_error_set(TSR_INVALID_ARGUMENT,
-                         "tensor_to_host: the context of device %s was destroyed", device->name);
+                         "tensor_to_host: the context of device %s was destroyed",
+                         tsr_device_name(device));
   }
-  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
+  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tsr_tensor_dtype(tensor));
   if (bytes != dst_bytes) {
     return tsr_fail(device, TSR_INVALID_ARGUMENT,
                     "tensor_to_host: dst_bytes is %zu, the tensor holds %llu bytes", dst_bytes,
@@ -91,15 +87,12 @@ tsr_status tsr_tensor_to_host(const tsr_tensor *tensor, void *dst, size_t dst_by
     if (packed == NULL) return tsr_error_status();
     source = packed;
   }
-  tsr_stream *stream = tsr_stream_current(device);
-  tsr_status status = device->plugin->api->copy_device_to_host(
-      stream->handle, source->storage->buffer,
-      (uint64_t)source->offset * tsr_dtype_size(source->dtype), dst, bytes);
+  tsr_status status = tsr_tensor_storage_read(
+      "tensor_to_host", source,
+      (uint64_t)tsr_tensor_offset(source) * tsr_dtype_size(tsr_tensor_dtype(source)), dst, bytes);
   tsr_tensor_release(packed);
-  if (status != TSR_OK) {
-    tsr_error_prefix("tensor_to_host");
-    return tsr_fail(device, tsr_device_check_status(device, status), "%s", tsr_error_message());
-  }
+  if (status != TSR_OK)
+    return tsr_fail(device, status, "%s", tsr_error_message());
   return TSR_OK;
 }
 
@@ -109,8 +102,9 @@ tsr_tensor *tsr_tensor_to_device(const tsr_tensor *tensor, tsr_device *device) {
                   tensor ? "device" : "tensor");
     return NULL;
   }
-  if (device == tensor->device) return tsr_contiguous((tsr_tensor *)tensor);
-  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tensor->dtype);
+  if (device == tsr_tensor_device(tensor))
+    return tsr_contiguous((tsr_tensor *)tensor);
+  uint64_t bytes = (uint64_t)tsr_tensor_numel(tensor) * tsr_dtype_size(tsr_tensor_dtype(tensor));
   void *staging = bytes ? malloc(bytes) : NULL;
   if (bytes && staging == NULL) {
     tsr_fail(device, TSR_OUT_OF_MEMORY, "tensor_to_device: no host memory for %llu bytes",
@@ -119,7 +113,8 @@ tsr_tensor *tsr_tensor_to_device(const tsr_tensor *tensor, tsr_device *device) {
   }
   tsr_tensor *result = NULL;
   if (tsr_tensor_to_host(tensor, staging, bytes) == TSR_OK) {
-    result = tsr_tensor_from_host(device, tensor->dtype, tensor->rank, tensor->sizes, staging);
+    result = tsr_tensor_from_host(device, tsr_tensor_dtype(tensor), tsr_tensor_rank(tensor),
+                                  tsr_tensor_sizes(tensor), staging);
   }
   free(staging);
   if (result != NULL && tsr_ag_record_cast(result, (tsr_tensor *)tensor) != TSR_OK) {
@@ -142,8 +137,8 @@ tsr_status tsr_copy_(tsr_tensor *dst, tsr_tensor *src) {
   }
   TSR_RETURN_IF_ERROR(tsr_ag_check_inplace("copy_", dst));
   tsr_tensor *inputs[1] = {src};
-  return tsr_dispatch(dst->dtype == src->dtype ? TSR_OP_COPY : TSR_OP_CAST, 1, inputs, 1, &dst,
-                      NULL);
+  return tsr_dispatch(tsr_tensor_dtype(dst) == tsr_tensor_dtype(src) ? TSR_OP_COPY : TSR_OP_CAST, 1,
+                      inputs, 1, &dst, NULL);
 }
 
 tsr_tensor *tsr_contiguous(tsr_tensor *tensor) {
@@ -155,12 +150,12 @@ tsr_tensor *tsr_contiguous(tsr_tensor *tensor) {
   if (tsr_tensor_is_contiguous(tensor)) {
     // A new handle rather than |tensor| retained, so that inside a scope the
     // result belongs to the scope like every other result.
-    out = tsr_tensor_make(tensor->storage, tensor->dtype, tensor->rank, tensor->sizes,
-                          tensor->strides, tensor->offset);
+    out = tsr_tensor_view_create(tensor, tsr_tensor_rank(tensor), tsr_tensor_sizes(tensor),
+                                 tsr_tensor_strides(tensor), tsr_tensor_offset(tensor));
     if (out == NULL) return NULL;
   } else {
-    out = tsr_tensor_alloc("contiguous", tensor->device, tensor->dtype, tensor->rank,
-                           tensor->sizes);
+    out = tsr_tensor_alloc("contiguous", tsr_tensor_device(tensor), tsr_tensor_dtype(tensor),
+                           tsr_tensor_rank(tensor), tsr_tensor_sizes(tensor));
     if (out == NULL) return NULL;
     if (tsr_copy_(out, tensor) != TSR_OK) {
       tsr_tensor_release(out);
@@ -179,7 +174,8 @@ tsr_tensor *tsr_cast(tsr_tensor *tensor, tsr_dtype_t dtype) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "cast: tensor is NULL");
     return NULL;
   }
-  tsr_tensor *out = tsr_tensor_alloc("cast", tensor->device, dtype, tensor->rank, tensor->sizes);
+  tsr_tensor *out = tsr_tensor_alloc("cast", tsr_tensor_device(tensor), dtype,
+                                     tsr_tensor_rank(tensor), tsr_tensor_sizes(tensor));
   if (out == NULL) return NULL;
   tsr_tensor *inputs[1] = {tensor};
   if (tsr_dispatch(TSR_OP_CAST, 1, inputs, 1, &out, NULL) != TSR_OK ||

@@ -2,17 +2,16 @@
 #include <string.h>
 
 #include "autograd_rules.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 static tsr_tensor *view_make(tsr_tensor *t, int32_t rank, const int64_t *sizes,
                              const int64_t *strides, int64_t offset) {
-  if (!tsr_tensor_is_live(t)) {
+  if (!tsr_tensor_handle_is_live(t)) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "view of a tensor handle that was released");
     return NULL;
   }
-  return tsr_tensor_make(t->storage, t->dtype, rank, sizes, strides, offset);
+  return tsr_tensor_view_create(t, rank, sizes, strides, offset);
 }
 
 // Hands |out| back once recorded (|status|), or fails.
@@ -23,7 +22,7 @@ static tsr_tensor *view_recorded(tsr_tensor *out, tsr_status status) {
 }
 
 static tsr_tensor *view_fail(const tsr_tensor *t, tsr_status status) {
-  tsr_fail(t ? t->device : NULL, status, "%s", tsr_error_message());
+  tsr_fail(t ? tsr_tensor_device(t) : NULL, status, "%s", tsr_error_message());
   return NULL;
 }
 
@@ -73,10 +72,12 @@ static tsr_status sizes_resolve(const char *what, const tsr_tensor *t, int32_t r
 // algorithm of NumPy's attempt_nocopy_reshape: match runs of dims).
 static int strides_for_view(const tsr_tensor *t, int32_t rank, const int64_t *new_sizes,
                             int64_t *out_strides) {
+  const int32_t t_rank = tsr_tensor_rank(t);
+  const int64_t *t_sizes = tsr_tensor_sizes(t), *t_strides = tsr_tensor_strides(t);
   int32_t old_rank = 0;
   int64_t old_sizes[TSR_MAX_RANK], old_strides[TSR_MAX_RANK];
-  for (int32_t d = 0; d < t->rank; ++d) {
-    if (t->sizes[d] == 0) {
+  for (int32_t d = 0; d < t_rank; ++d) {
+    if (t_sizes[d] == 0) {
       int64_t s = 1;
       for (int32_t k = rank - 1; k >= 0; --k) {
         out_strides[k] = s;
@@ -84,9 +85,9 @@ static int strides_for_view(const tsr_tensor *t, int32_t rank, const int64_t *ne
       }
       return 1;
     }
-    if (t->sizes[d] != 1) {
-      old_sizes[old_rank] = t->sizes[d];
-      old_strides[old_rank] = t->strides[d];
+    if (t_sizes[d] != 1) {
+      old_sizes[old_rank] = t_sizes[d];
+      old_strides[old_rank] = t_strides[d];
       ++old_rank;
     }
   }
@@ -129,7 +130,7 @@ tsr_tensor *tsr_view(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
                   "view: the strides of this tensor do not allow the shape; use tsr_reshape");
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
-  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tsr_tensor_offset(tensor));
   return view_recorded(out, out ? tsr_ag_record_reshape(out, tensor) : TSR_OK);
 }
 
@@ -143,7 +144,7 @@ tsr_tensor *tsr_reshape(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) 
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
   if (strides_for_view(tensor, rank, new_sizes, strides)) {
-    tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+    tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tsr_tensor_offset(tensor));
     return view_recorded(out, out ? tsr_ag_record_reshape(out, tensor) : TSR_OK);
   }
   tsr_tensor *packed = tsr_contiguous(tensor);
@@ -158,22 +159,23 @@ tsr_tensor *tsr_transpose(tsr_tensor *tensor, int32_t dim0, int32_t dim1) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "transpose: tensor is NULL");
     return NULL;
   }
-  int32_t a = dim_wrap(dim0, tensor->rank), b = dim_wrap(dim1, tensor->rank);
-  if (a < 0 || a >= tensor->rank || b < 0 || b >= tensor->rank) {
+  const int32_t rank = tsr_tensor_rank(tensor);
+  int32_t a = dim_wrap(dim0, rank), b = dim_wrap(dim1, rank);
+  if (a < 0 || a >= rank || b < 0 || b >= rank) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "transpose: dims %d and %d for rank %d", dim0, dim1,
-                  tensor->rank);
+                  rank);
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
   int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
-  memcpy(sizes, tensor->sizes, sizeof(sizes));
-  memcpy(strides, tensor->strides, sizeof(strides));
-  sizes[a] = tensor->sizes[b];
-  sizes[b] = tensor->sizes[a];
-  strides[a] = tensor->strides[b];
-  strides[b] = tensor->strides[a];
-  tsr_tensor *out = view_make(tensor, tensor->rank, sizes, strides, tensor->offset);
+  memcpy(sizes, tsr_tensor_sizes(tensor), sizeof(sizes));
+  memcpy(strides, tsr_tensor_strides(tensor), sizeof(strides));
+  sizes[a] = tsr_tensor_sizes(tensor)[b];
+  sizes[b] = tsr_tensor_sizes(tensor)[a];
+  strides[a] = tsr_tensor_strides(tensor)[b];
+  strides[b] = tsr_tensor_strides(tensor)[a];
+  tsr_tensor *out = view_make(tensor, rank, sizes, strides, tsr_tensor_offset(tensor));
   int32_t dims[TSR_MAX_RANK];
-  for (int32_t d = 0; d < tensor->rank; ++d) dims[d] = d == a ? b : d == b ? a : d;
+  for (int32_t d = 0; d < rank; ++d) dims[d] = d == a ? b : d == b ? a : d;
   return view_recorded(out, out ? tsr_ag_record_permute(out, tensor, dims) : TSR_OK);
 }
 
@@ -182,8 +184,9 @@ tsr_tensor *tsr_permute(tsr_tensor *tensor, int32_t rank, const int32_t *dims) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "permute: %s is NULL", tensor ? "dims" : "tensor");
     return tensor ? view_fail(tensor, TSR_INVALID_ARGUMENT) : NULL;
   }
-  if (rank != tensor->rank) {
-    tsr_error_set(TSR_INVALID_ARGUMENT, "permute: %d dims given for rank %d", rank, tensor->rank);
+  if (rank != tsr_tensor_rank(tensor)) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "permute: %d dims given for rank %d", rank,
+                  tsr_tensor_rank(tensor));
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
   int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
@@ -196,10 +199,10 @@ tsr_tensor *tsr_permute(tsr_tensor *tensor, int32_t rank, const int32_t *dims) {
       return view_fail(tensor, TSR_INVALID_ARGUMENT);
     }
     seen[src] = 1;
-    sizes[d] = tensor->sizes[src];
-    strides[d] = tensor->strides[src];
+    sizes[d] = tsr_tensor_sizes(tensor)[src];
+    strides[d] = tsr_tensor_strides(tensor)[src];
   }
-  tsr_tensor *out = view_make(tensor, rank, sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, sizes, strides, tsr_tensor_offset(tensor));
   return view_recorded(out, out ? tsr_ag_record_permute(out, tensor, dims) : TSR_OK);
 }
 
@@ -208,13 +211,13 @@ tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t en
     tsr_error_set(TSR_INVALID_ARGUMENT, "slice: tensor is NULL");
     return NULL;
   }
-  int32_t d = dim_wrap(dim, tensor->rank);
-  if (d < 0 || d >= tensor->rank || step < 1) {
+  int32_t d = dim_wrap(dim, tsr_tensor_rank(tensor));
+  if (d < 0 || d >= tsr_tensor_rank(tensor) || step < 1) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "slice: dim %d of rank %d with step %lld", dim,
-                  tensor->rank, (long long)step);
+                  tsr_tensor_rank(tensor), (long long)step);
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
-  int64_t n = tensor->sizes[d];
+  int64_t n = tsr_tensor_sizes(tensor)[d];
   if (start < 0) start += n;
   if (end < 0) end += n;
   if (start < 0) start = 0;
@@ -222,17 +225,18 @@ tsr_tensor *tsr_slice(tsr_tensor *tensor, int32_t dim, int64_t start, int64_t en
   if (end > n) end = n;
   if (end < start) end = start;
   int64_t sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
-  memcpy(sizes, tensor->sizes, sizeof(sizes));
-  memcpy(strides, tensor->strides, sizeof(strides));
+  memcpy(sizes, tsr_tensor_sizes(tensor), sizeof(sizes));
+  memcpy(strides, tsr_tensor_strides(tensor), sizeof(strides));
   // ceil((end - start) / step) without forming end - start + step - 1,
   // which overflows for a huge step (Python: x[0:6:2**63-1] has 1 element).
   sizes[d] = end == start ? 0 : 1 + (end - start - 1) / step;
   // One element or none: the step addresses nothing, and stride * step
   // could overflow. Two or more: step < n, so the product stays within
   // the storage the tensor already spans.
-  strides[d] = sizes[d] > 1 ? tensor->strides[d] * step : tensor->strides[d];
-  int64_t offset = tensor->offset + (sizes[d] > 0 ? start * tensor->strides[d] : 0);
-  tsr_tensor *out = view_make(tensor, tensor->rank, sizes, strides, offset);
+  strides[d] = sizes[d] > 1 ? tsr_tensor_strides(tensor)[d] * step : tsr_tensor_strides(tensor)[d];
+  int64_t offset =
+      tsr_tensor_offset(tensor) + (sizes[d] > 0 ? start * tsr_tensor_strides(tensor)[d] : 0);
+  tsr_tensor *out = view_make(tensor, tsr_tensor_rank(tensor), sizes, strides, offset);
   return view_recorded(out, out ? tsr_ag_record_slice(out, tensor, d, start, step) : TSR_OK);
 }
 
@@ -241,16 +245,16 @@ tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "expand: %s is NULL", tensor ? "sizes" : "tensor");
     return tensor ? view_fail(tensor, TSR_INVALID_ARGUMENT) : NULL;
   }
-  if (rank < tensor->rank || rank > TSR_MAX_RANK) {
+  if (rank < tsr_tensor_rank(tensor) || rank > TSR_MAX_RANK) {
     tsr_error_set(TSR_INVALID_ARGUMENT, "expand: rank %d for a tensor of rank %d", rank,
-                  tensor->rank);
+                  tsr_tensor_rank(tensor));
     return view_fail(tensor, TSR_INVALID_ARGUMENT);
   }
   int64_t new_sizes[TSR_MAX_RANK], strides[TSR_MAX_RANK];
-  int32_t shift = rank - tensor->rank;
+  int32_t shift = rank - tsr_tensor_rank(tensor);
   for (int32_t d = 0; d < rank; ++d) {
     int32_t src = d - shift;
-    int64_t have = src >= 0 ? tensor->sizes[src] : 1;
+    int64_t have = src >= 0 ? tsr_tensor_sizes(tensor)[src] : 1;
     int64_t want = sizes[d] == -1 ? have : sizes[d];
     if (sizes[d] == -1 && src < 0) want = -2;
     if (want < 0 || (have != want && have != 1)) {
@@ -259,7 +263,7 @@ tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
       return view_fail(tensor, TSR_INVALID_ARGUMENT);
     }
     new_sizes[d] = want;
-    strides[d] = (src >= 0 && have == want) ? tensor->strides[src] : 0;
+    strides[d] = (src >= 0 && have == want) ? tsr_tensor_strides(tensor)[src] : 0;
   }
   // A view whose element count overflows int64 could be made here and
   // refused by every later op: refuse it where it is asked for.
@@ -272,6 +276,6 @@ tsr_tensor *tsr_expand(tsr_tensor *tensor, int32_t rank, const int64_t *sizes) {
       return view_fail(tensor, TSR_INVALID_ARGUMENT);
     }
   }
-  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tensor->offset);
+  tsr_tensor *out = view_make(tensor, rank, new_sizes, strides, tsr_tensor_offset(tensor));
   return view_recorded(out, out ? tsr_ag_record_expand(out, tensor) : TSR_OK);
 }

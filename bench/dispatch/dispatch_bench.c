@@ -74,9 +74,9 @@ static int bench_dispatch(tsr_device *device) {
     out_ns[r] = (t2 - t1) * 1e9 / OPS_PER_RUN;
   }
   if (tsr_device_synchronize(device) != TSR_OK) return fail("synchronize");
-  if (tsr_context_status(tsr_device_context(device)) != TSR_OK) {
+  if (tsr_context_status(tsr_device_context_get(device)) != TSR_OK) {
     fprintf(stderr, "tsr-dispatch-bench: an op failed: %s\n",
-            tsr_context_error_message(tsr_device_context(device)));
+            tsr_context_error_message(tsr_device_context_get(device)));
     return 1;
   }
   if (tsr_tensor_to_host(out, check, sizeof(check)) != TSR_OK) return fail("to_host");

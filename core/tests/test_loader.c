@@ -651,8 +651,8 @@ static void test_two_contexts_share_one_loaded_plugin(void **state) {
   tsr_device *d2 = tsr_context_device_find(second, "ref:0");
   assert_non_null(d1);
   assert_non_null(d2);
-  assert_ptr_equal(tsr_device_context(d1), first);
-  assert_ptr_equal(tsr_device_context(d2), second);
+  assert_ptr_equal(tsr_device_context_get(d1), first);
+  assert_ptr_equal(tsr_device_context_get(d2), second);
   add_works(d1);
   add_works(d2);
 
@@ -677,7 +677,7 @@ static void test_a_context_keeps_its_device_and_sticky_error_after_a_sharing_con
   tsr_context_destroy(first);
   tsr_device *device = tsr_context_default_device(second);
   assert_non_null(device);
-  tsr_context *owner = tsr_device_context(device);
+  tsr_context *owner = tsr_device_context_get(device);
   // An error made on the second context's device sticks to it.
   tsr_tensor *a = tsr_tensor_from_host(device, TSR_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2});
   tsr_tensor *b =

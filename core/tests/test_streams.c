@@ -176,7 +176,7 @@ static void test_async_fixture_is_asynchronous_with_events_and_timing(void **sta
 static void test_a_released_tensor_is_freed_after_the_queued_kernel_that_reads_it(void **state) {
   fixture *f = *state;
   tsr_stream *other = stream_new(f->device);
-  tsr_stream *main_stream = tsr_device_default_stream(f->device);
+  tsr_stream *main_stream = tsr_device_default_stream_get(f->device);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   tsr_tensor *b = filled(f->device, 1.0f, 0.0f);
   CHECK_OK(tsr_stream_synchronize(main_stream));
@@ -285,7 +285,7 @@ static void test_stream_wait_event_orders_a_second_stream_after_the_first(void *
 
 static void test_event_query_is_not_ready_while_held_work_is_pending(void **state) {
   fixture *f = *state;
-  tsr_stream *stream = tsr_device_default_stream(f->device);
+  tsr_stream *stream = tsr_device_default_stream_get(f->device);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   CHECK_OK(tsr_stream_synchronize(stream));
   tsr_event *event = NULL;
@@ -322,7 +322,7 @@ static void sleep_ms(int ms) {
 
 static void test_timing_events_measure_at_least_the_time_held(void **state) {
   fixture *f = *state;
-  tsr_stream *stream = tsr_device_default_stream(f->device);
+  tsr_stream *stream = tsr_device_default_stream_get(f->device);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   CHECK_OK(tsr_stream_synchronize(stream));
   tsr_event *start = NULL, *end = NULL, *plain = NULL;
@@ -371,7 +371,7 @@ static void *current_on_another_thread(void *arg) {
 
 static void test_stream_current_set_routes_ops_to_that_stream_on_this_thread(void **state) {
   fixture *f = *state;
-  tsr_stream *default_stream = tsr_device_default_stream(f->device);
+  tsr_stream *default_stream = tsr_device_default_stream_get(f->device);
   tsr_stream *stream = stream_new(f->device);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   CHECK_OK(tsr_stream_synchronize(default_stream));
@@ -412,7 +412,7 @@ static void release_after_two_streams(fixture *f, int owner_kernels, int other_k
   tsr_stream *owner = stream_new(f->device);
   tsr_stream *other = stream_new(f->device);
   tsr_stream *third = stream_new(f->device);
-  tsr_stream *idle = tsr_device_default_stream(f->device);
+  tsr_stream *idle = tsr_device_default_stream_get(f->device);
   use_stream(f->device, owner);
   tsr_tensor *a = filled(f->device, 0.0f, 1.0f);
   tsr_tensor *one_owner = filled(f->device, 1.0f, 0.0f);
@@ -511,7 +511,8 @@ static void test_a_stream_released_with_queued_work_finishes_it_and_is_forgotten
   // stream falls back to the default instead of dangling.
   tsr_tensor_release(c);
   tsr_tensor_release(a);
-  assert_ptr_equal(tsr_stream_current_get(f->device), tsr_device_default_stream(f->device));
+  assert_ptr_equal(tsr_stream_current_get(f->device),
+                   tsr_device_default_stream_get(f->device));
   tsr_tensor *d = filled(f->device, 1.0f, 0.0f);
   values_are(d, 1.0f, 0.0f, "a tensor made after the stream went");
   tsr_tensor_release(d);

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "cuda_kernels.h"
 #include "cuda_plan.h"
 #include "engine_select.h"

@@ -36,7 +36,7 @@ typedef tsr_status (*tsr_cuda_plan_run_fn)(const tsr_cuda_plan *plan, const tsr_
 typedef void (*tsr_cuda_plan_free_fn)(tsr_cuda_plan *plan);
 
 struct tsr_cuda_plan {
-  const struct tsr_plugin_plan *ref;  // ref's validated plan (plugins/ref/plan.h)
+  const struct tsr_plugin_plan *ref;  // the CPU library's validated plan (tsr_cpu/cpu_plan.h)
   int32_t op;
   int32_t device;
   int32_t num_inputs;
@@ -53,7 +53,7 @@ struct tsr_cuda_plan {
 
 // The operand |index| (inputs, then outputs) of |plan| as ref validated it:
 // dtype, rank, sizes, strides, numel. Thread-safe.
-const struct tsr_ref_operand *tsr_cuda_plan_operand(const tsr_cuda_plan *plan, int32_t index);
+const struct tsr_cpu_operand *tsr_cuda_plan_operand(const tsr_cuda_plan *plan, int32_t index);
 
 // Table entries (abi.h documents them). Thread-safe as abi.h states.
 tsr_status tsr_cuda_op_supports(const tsr_op_signature *signature);

@@ -1,12 +1,13 @@
 // The CUDA plugin's process-wide state and the objects behind its handles.
 //
-// ref (plugins/ref) is compiled in only for argument validation and shape
-// analysis: its op_supports and plan_create run first so that an invalid
-// signature is refused with the same words as on every other backend, and
-// its validated plan (operands with sizes, strides, extents) is kept inside
-// ours. ref's kernels never see CUDA memory. ref defines the ABI's opaque
-// struct names, so this plugin's objects have their own names and are cast
-// at the table boundary.
+// The CPU-kernel library (plugins/cpu, the kernels ref presents) is
+// compiled in only for argument validation and shape analysis: its
+// op_supports and plan_create run first so that an invalid signature is
+// refused with the same words as on every other backend, and its validated
+// plan (operands with sizes, strides, extents) is kept inside ours. Its
+// kernels never see CUDA memory. It defines the ABI's opaque struct names,
+// so this plugin's objects have their own names and are cast at the table
+// boundary.
 #ifndef TESSERA_PLUGINS_CUDA_CUDA_PLUGIN_H_
 #define TESSERA_PLUGINS_CUDA_CUDA_PLUGIN_H_
 

@@ -6,7 +6,7 @@
 // comes from the output's multi-index and that operand's strides (0 where it
 // broadcasts). Memory-bound: the index arithmetic costs integer divisions
 // that hide behind the loads. Not measured on a GPU yet (docs/cuda.md).
-// The formulas follow plugins/ref/unary.c and math_fns.h exactly, so NaN
+// The formulas follow plugins/cpu/unary.c and tsr_cpu/cpu_kernels.h exactly, so NaN
 // handling and derivatives agree with every other backend.
 #include <math.h>
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "cuda_kernels.h"
 #include "cuda_plan.h"
 
@@ -145,7 +145,7 @@ tsr_status tsr_cuda_own_supports(const tsr_op_signature *signature) {
   }
 }
 
-static void tsr_cuda_view_of(const tsr_ref_operand *o, tsr_cuda_view *v) {
+static void tsr_cuda_view_of(const tsr_cpu_operand *o, tsr_cuda_view *v) {
   v->rank = o->rank;
   for (int32_t d = 0; d < TSR_MAX_RANK; ++d) {
     v->sizes[d] = d < o->rank ? o->sizes[d] : 1;
@@ -326,7 +326,7 @@ static tsr_status tsr_cuda_nn_run(const tsr_cuda_plan *plan, const tsr_cuda_exec
 // --- plan building ---------------------------------------------------------------
 
 static void tsr_cuda_ew_fill(const tsr_cuda_plan *plan, tsr_cuda_own *own) {
-  const tsr_ref_operand *out = tsr_cuda_plan_operand(plan, plan->num_inputs);
+  const tsr_cpu_operand *out = tsr_cuda_plan_operand(plan, plan->num_inputs);
   tsr_cuda_ew_args *ew = &own->ew;
   ew->num_inputs = plan->num_inputs;
   ew->out_dtype = out->dtype;
@@ -413,7 +413,7 @@ tsr_status tsr_cuda_own_plan_init(const tsr_op_signature *signature, tsr_cuda_pl
       plan->run = tsr_cuda_ew_run;
       break;
     case TSR_OP_CLAMP: {
-      const tsr_ref_ew_params *p = &ref->u.ew.params;
+      const tsr_cpu_ew_params *p = &ref->u.ew.params;
       own->ew.kind = TSR_CUDA_EW_CLAMP;
       own->ew.lo = own->ew.in_dtype == TSR_FLOAT64 ? p->lo_f64 : (double)p->lo_f32;
       own->ew.hi = own->ew.in_dtype == TSR_FLOAT64 ? p->hi_f64 : (double)p->hi_f32;
@@ -460,7 +460,7 @@ tsr_status tsr_cuda_own_plan_init(const tsr_op_signature *signature, tsr_cuda_pl
       break;
     case TSR_OP_CROSS_ENTROPY:
     case TSR_OP_CROSS_ENTROPY_BACKWARD: {
-      const tsr_ref_cross_entropy_plan *ce = &ref->u.cross_entropy;
+      const tsr_cpu_cross_entropy_plan *ce = &ref->u.cross_entropy;
       int32_t logits = signature->op == TSR_OP_CROSS_ENTROPY ? 0 : 1;
       own->ew.in_dtype = tsr_cuda_plan_operand(plan, logits)->dtype;
       own->rows = ce->rows;
@@ -506,7 +506,7 @@ tsr_status tsr_cuda_own_plan_init(const tsr_op_signature *signature, tsr_cuda_pl
     case TSR_OP_POOL2D:
     case TSR_OP_POOL2D_BACKWARD: {
       // ref's reading of the attributes, defaults for an older struct included.
-      const tsr_ref_pool_plan *p = &ref->u.pool;
+      const tsr_cpu_pool_plan *p = &ref->u.pool;
       tsr_pool2d_attrs *a = &own->attrs.pool;
       a->struct_size = sizeof(*a);
       a->kind = p->kind;
@@ -536,10 +536,10 @@ tsr_status tsr_cuda_own_plan_init(const tsr_op_signature *signature, tsr_cuda_pl
     }
     case TSR_OP_LAYER_NORM:
     case TSR_OP_LAYER_NORM_BACKWARD: {
-      const tsr_ref_layer_norm_plan *ln = &ref->u.layer_norm;
+      const tsr_cpu_layer_norm_plan *ln = &ref->u.layer_norm;
       tsr_layer_norm_attrs attrs;
       tsr_cuda_attrs_copy(signature, &attrs, sizeof(attrs));
-      const tsr_ref_operand *x = tsr_cuda_plan_operand(plan, 0);
+      const tsr_cpu_operand *x = tsr_cuda_plan_operand(plan, 0);
       int32_t axis = attrs.axis < 0 ? attrs.axis + x->rank : attrs.axis;
       own->rows = 1;
       own->cols = 1;

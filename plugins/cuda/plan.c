@@ -1,6 +1,6 @@
 // Plans: validation through ref, dispatch to the op families, the operand
 // check of every execution, and the per-(thread, device) library handles.
-#include "../ref/plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -179,7 +179,7 @@ tsr_status tsr_cuda_cudnn_check(cudnnStatus_t status, const char *function, cons
 
 // --- plans ------------------------------------------------------------------
 
-const struct tsr_ref_operand *tsr_cuda_plan_operand(const tsr_cuda_plan *plan, int32_t index) {
+const struct tsr_cpu_operand *tsr_cuda_plan_operand(const tsr_cuda_plan *plan, int32_t index) {
   return &plan->ref->operands[index];
 }
 
@@ -361,7 +361,7 @@ tsr_status tsr_cuda_plan_destroy(tsr_plugin_plan *handle) {
 static tsr_status tsr_cuda_operand_resolve(const tsr_cuda_plan *plan, int32_t index,
                                            const tsr_tensor_desc *desc, void **out_ptr) {
   const tsr_host_api *host = tsr_cuda_host();
-  const tsr_ref_operand *want = &plan->ref->operands[index];
+  const tsr_cpu_operand *want = &plan->ref->operands[index];
   const char *op = tsr_op_name(plan->op);
   int mismatch = desc->dtype != want->dtype || desc->rank != want->rank ||
                  desc->device != plan->device || (desc->alignment | 1u) < want->alignment;

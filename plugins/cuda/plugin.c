@@ -14,7 +14,7 @@
 
 #include "cuda_plan.h"
 #include "cuda_plugin.h"
-#include "ref_plugin.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "tessera/plugin_kit.h"
 
 static const tsr_host_api *g_host;
@@ -283,7 +283,7 @@ TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
     return checked;
   if (out_api == NULL)
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "cuda: out_api is NULL");
-  tsr_status status = tsr_ref_plugin_create(host, &g_ref);
+  tsr_status status = tsr_cpu_plugin_table_create(host, &g_ref);
   if (status != TSR_OK)
     return status;
   g_host = host;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv.h"  // ref's: which filter gradients its direct kernel takes
+#include "tsr_cpu/cpu_kernels.h"  // which conv gradients the direct kernels take
 #include "conv_relu.h"
 #include "conv_tune.h"
 #include "conv_weight_cache.h"
@@ -398,8 +398,8 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   // own kernel measured several times faster than oneDNN 2.6's on the CNN's
   // first layer (docs/performance-log.md, "Measurements behind the code's
   // decisions").
-  if (pb->kind == TSR_CONV_BWD_FILTER &&
-      tsr_ref_conv_filter_c1_fits(dtype, pb->cg, w->sizes[2], w->sizes[3], y->sizes, y->strides)) {
+  if (!ctx->no_fixed_routes && pb->kind == TSR_CONV_BWD_FILTER &&
+      tsr_cpu_conv_filter_c1_fits(dtype, pb->cg, w->sizes[2], w->sizes[3], y->sizes, y->strides)) {
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "conv: one input channel per group runs on the own direct "
                                 "filter-gradient kernel");
@@ -410,8 +410,8 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   // than oneDNN 2.6, or as fast. 1x1 kernels and larger sums stay on oneDNN,
   // which measured faster on them (docs/performance-log.md, "Measurements behind
   // the code's decisions").
-  if (pb->kind == TSR_CONV_BWD_FILTER &&
-      tsr_ref_conv_filter_direct_fits(dtype, pb->groups, x->sizes[1], x->sizes[2], x->sizes[3],
+  if (!ctx->no_fixed_routes && pb->kind == TSR_CONV_BWD_FILTER &&
+      tsr_cpu_conv_filter_direct_fits(dtype, pb->groups, x->sizes[1], x->sizes[2], x->sizes[3],
                                       pad_before, pad_after) &&
       w->sizes[2] * w->sizes[3] >= 9 &&
       (double)w->sizes[0] * (double)w->sizes[1] * (double)(w->sizes[2] * w->sizes[3]) * 8.0 <=
@@ -433,17 +433,17 @@ static tsr_status tsr_onednn_conv_problem_init(const tsr_op_signature *signature
   //   and dilation 1, 3x3 or larger, an image of at most
   //   TSR_ONEDNN_CONV_FWD_IMAGE_BYTES (ref's conv_fwd_direct.c). Padded
   //   inputs, 16 or 3 channels and 1x1 stay on oneDNN.
-  if (pb->kind == TSR_CONV_FWD && pb->groups == 1) {
+  if (!ctx->no_fixed_routes && pb->kind == TSR_CONV_FWD && pb->groups == 1) {
     const int64_t taps = w->sizes[2] * w->sizes[3];
     const double y_elems = (double)y->sizes[0] * (double)y->sizes[1] * (double)y->sizes[2] *
                            (double)y->sizes[3];
-    const int c1 = tsr_ref_conv_fwd_c1_fits(dtype, x->sizes[1], pb->activation, y->sizes,
+    const int c1 = tsr_cpu_conv_fwd_c1_fits(dtype, x->sizes[1], pb->activation, y->sizes,
                                             y->strides) &&
                    taps <= 9 && y_elems >= TSR_ONEDNN_CONV_FWD_C1_MIN_Y;
     const int unpadded = pad_before[0] == 0 && pad_before[1] == 0 && pad_after[0] == 0 &&
                          pad_after[1] == 0 && stride[0] == 1 && stride[1] == 1 &&
                          dilation[0] == 1 && dilation[1] == 1;
-    const int direct = tsr_ref_conv_fwd_direct_fits(dtype, pb->groups, pb->activation,
+    const int direct = tsr_cpu_conv_fwd_direct_fits(dtype, pb->groups, pb->activation,
                                                     x->sizes[1], x->sizes[2], x->sizes[3],
                                                     pad_before, pad_after) &&
                        unpadded && taps >= 9 && x->sizes[1] >= 32 &&

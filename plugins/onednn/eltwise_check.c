@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "math_fns.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "onednn_plugin.h"
 
 int tsr_onednn_eltwise_alg(tsr_onednn_eltwise_spec *s) {
@@ -148,15 +148,15 @@ static double tsr_onednn_eltwise_f(const tsr_onednn_eltwise_spec *s, double x) {
     case TSR_UNARY_TANH:
       return tanh(x);
     case TSR_UNARY_SIGMOID:
-      return tsr_ref_sigmoid_f64(x);
+      return tsr_cpu_sigmoid_f64(x);
     case TSR_UNARY_RELU:
       return x != x ? x : (x > 0 ? x : 0.0);
     case TSR_UNARY_GELU:
-      return tsr_ref_gelu_f64(x);
+      return tsr_cpu_gelu_f64(x);
     case TSR_UNARY_GELU_TANH:
-      return tsr_ref_gelu_tanh_f64(x);
+      return tsr_cpu_gelu_tanh_f64(x);
     case TSR_UNARY_SILU:
-      return x * tsr_ref_sigmoid_f64(x);
+      return x * tsr_cpu_sigmoid_f64(x);
     case TSR_UNARY_LEAKY_RELU:
       return x > 0 ? x : a * x;
     case TSR_UNARY_ELU:
@@ -177,7 +177,7 @@ static double tsr_onednn_eltwise_df(const tsr_onednn_eltwise_spec *s, double x) 
   const double a = s->alpha;
   switch (s->fn) {
     case TSR_UNARY_ABS:
-      return tsr_ref_abs_grad_f64(1.0, x);
+      return tsr_cpu_abs_grad_f64(1.0, x);
     case TSR_UNARY_EXP:
       return exp(x);
     case TSR_UNARY_LOG:
@@ -191,17 +191,17 @@ static double tsr_onednn_eltwise_df(const tsr_onednn_eltwise_spec *s, double x) 
     case TSR_UNARY_SQUARE:
       return 2.0 * x;
     case TSR_UNARY_TANH:
-      return tsr_ref_tanh_grad_f64(1.0, x);
+      return tsr_cpu_tanh_grad_f64(1.0, x);
     case TSR_UNARY_SIGMOID:
-      return tsr_ref_sigmoid_grad_f64(1.0, x);
+      return tsr_cpu_sigmoid_grad_f64(1.0, x);
     case TSR_UNARY_RELU:
       return x > 0 ? 1.0 : 0.0;
     case TSR_UNARY_GELU:
-      return tsr_ref_gelu_grad_f64(1.0, x);
+      return tsr_cpu_gelu_grad_f64(1.0, x);
     case TSR_UNARY_GELU_TANH:
-      return tsr_ref_gelu_tanh_grad_f64(1.0, x);
+      return tsr_cpu_gelu_tanh_grad_f64(1.0, x);
     case TSR_UNARY_SILU:
-      return tsr_ref_silu_grad_f64(1.0, x);
+      return tsr_cpu_silu_grad_f64(1.0, x);
     case TSR_UNARY_LEAKY_RELU:
       return x > 0 ? 1.0 : a;
     case TSR_UNARY_ELU:
@@ -261,21 +261,21 @@ static double tsr_onednn_eltwise_dmagnitude(const tsr_onednn_eltwise_spec *s, do
       return 1.0 + t * t;
     }
     case TSR_UNARY_SIGMOID: {
-      const double sg = tsr_ref_sigmoid_f64(x);
+      const double sg = tsr_cpu_sigmoid_f64(x);
       return sg + sg * sg;
     }
     case TSR_UNARY_GELU: {
-      const double e = erf(x * TSR_REF_SQRT1_2);
-      return 0.5 * (1 + e) + ax * TSR_REF_INV_SQRT_2PI * exp(-0.5 * x * x) + 0.5 * (1 + fabs(e));
+      const double e = erf(x * TSR_CPU_SQRT1_2);
+      return 0.5 * (1 + e) + ax * TSR_CPU_INV_SQRT_2PI * exp(-0.5 * x * x) + 0.5 * (1 + fabs(e));
     }
     case TSR_UNARY_GELU_TANH: {
-      const double u = TSR_REF_SQRT_2_OVER_PI * (x + TSR_REF_GELU_TANH_C * x * x * x);
+      const double u = TSR_CPU_SQRT_2_OVER_PI * (x + TSR_CPU_GELU_TANH_C * x * x * x);
       const double t = tanh(u);
-      return 0.5 * (1 + fabs(t)) + ax * (1 + t * t) * TSR_REF_SQRT_2_OVER_PI *
-                                       (1 + 3 * TSR_REF_GELU_TANH_C * x * x) * (1 + fabs(u));
+      return 0.5 * (1 + fabs(t)) + ax * (1 + t * t) * TSR_CPU_SQRT_2_OVER_PI *
+                                       (1 + 3 * TSR_CPU_GELU_TANH_C * x * x) * (1 + fabs(u));
     }
     case TSR_UNARY_SILU: {
-      const double sg = tsr_ref_sigmoid_f64(x);
+      const double sg = tsr_cpu_sigmoid_f64(x);
       return sg * (1 + ax * (1 + sg)) + d;
     }
     case TSR_UNARY_LEAKY_RELU:
@@ -311,10 +311,10 @@ static double tsr_onednn_eltwise_tolerance(const tsr_onednn_eltwise_spec *s, dou
     if (s->op == TSR_OP_UNARY && s->fn == TSR_UNARY_LOG)
       m += 1.0;
     if (s->op == TSR_OP_UNARY && s->fn == TSR_UNARY_GELU) {
-      m += 0.5 * fabs(x) * fabs(erf(x * TSR_REF_SQRT1_2));
+      m += 0.5 * fabs(x) * fabs(erf(x * TSR_CPU_SQRT1_2));
     }
     if (s->op == TSR_OP_UNARY && s->fn == TSR_UNARY_GELU_TANH) {
-      const double v = TSR_REF_SQRT_2_OVER_PI * (x + TSR_REF_GELU_TANH_C * x * x * x);
+      const double v = TSR_CPU_SQRT_2_OVER_PI * (x + TSR_CPU_GELU_TANH_C * x * x * x);
       const double t = tanh(v);
       m += 0.5 * fabs(x) * fabs(t) + 1.5 * fabs(x) * (1.0 - t * t) * fabs(v);
     }

@@ -411,7 +411,8 @@ tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
   }
   // Not a size threshold, so TSR_ONEDNN_MIN_ELEMENTS=0 keeps it (as conv.c's
   // routes to the direct kernels).
-  if (a->dtype == TSR_FLOAT32 && tsr_onednn_matmul_runs_own(a, b, out, r)) {
+  if (!ctx->no_fixed_routes && a->dtype == TSR_FLOAT32 &&
+      tsr_onednn_matmul_runs_own(a, b, out, r)) {
     return tsr_onednn_error_set(TSR_UNSUPPORTED,
                                 "matmul: a Linear gradient's product runs on the own kernel");
   }

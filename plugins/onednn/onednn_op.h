@@ -37,6 +37,12 @@ typedef struct tsr_onednn_build_ctx {
   // TSR_ONEDNN_MIN_ELEMENTS overrides it; tests set 0 to force every
   // primitive path.
   int64_t min_elements;
+  // 1: decline only where oneDNN cannot run the op or would not match the
+  // catalogue, never because a fixed route (the own kernels measured faster
+  // on one CPU) says so: route.c builds the oneDNN candidate this way and
+  // times it against the own kernel. 0 (the cold default): the fixed routes
+  // apply.
+  int32_t no_fixed_routes;
 } tsr_onednn_build_ctx;
 
 typedef struct tsr_onednn_exec_ctx {

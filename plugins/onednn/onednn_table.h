@@ -4,12 +4,14 @@
 
 #include "tessera/abi.h"
 
-// The table of the own kernels (ref's code compiled into this plugin, running
-// under tsr_onednn_kernel_host_get()). Valid after the entry. Thread-safe.
+// The table of the own kernels (the CPU-kernel library, plugins/cpu, compiled
+// into this plugin, running under tsr_onednn_kernel_host_get()). Valid after
+// the entry. Thread-safe.
 const tsr_plugin_api *tsr_onednn_ref_api(void);
 
-// ref's plan_execute checks with another workspace size (ref_checks.h), from
-// the same build of the own kernels as tsr_onednn_ref_api().
+// The library's plan_execute checks with another workspace size
+// (tsr_cpu_exec_args_resolve_for, tsr_cpu/cpu_kernels.h), from the same
+// build of the own kernels as tsr_onednn_ref_api().
 typedef tsr_status (*tsr_onednn_resolve_fn)(const tsr_plugin_plan *plan, const tsr_exec_args *args,
                                             tsr_plugin_stream *stream, uint64_t workspace_bytes,
                                             char **out_ptrs, char **out_workspace);

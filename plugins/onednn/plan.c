@@ -16,6 +16,7 @@
 #include "onednn_op.h"
 #include "onednn_plugin.h"
 #include "onednn_table.h"
+#include "route.h"
 #include "tessera/plugin_kit.h"
 
 typedef struct tsr_onednn_plan {
@@ -100,6 +101,7 @@ void tsr_onednn_plan_settings_init(void) {
   g_autotune = tune != NULL && strcmp(tune, "1") == 0;
   if (tune != NULL && tune[0] != '\0' && strcmp(tune, "1") != 0 && strcmp(tune, "0") != 0)
     tsr_onednn_setting_warn("TSR_ONEDNN_AUTOTUNE", tune, "1 or 0", "0");
+  tsr_onednn_select_settings_init(tsr_onednn_host_get());
 }
 
 tsr_status tsr_onednn_op_supports(const tsr_op_signature *signature) {
@@ -145,6 +147,7 @@ tsr_status tsr_onednn_plan_create(const tsr_op_signature *signature, tsr_plugin_
   plan->saved_state_bytes = own_info.saved_state_bytes;
   plan->info_flags = own_info.flags;
 
+  tsr_onednn_source_t source = TSR_ONEDNN_SOURCE_NONE;
   tsr_onednn_build_fn build = tsr_onednn_builder_for(signature->op);
   if (build != NULL && own_info.saved_state_bytes == 0) {
     const uint32_t flags =
@@ -158,20 +161,23 @@ tsr_status tsr_onednn_plan_create(const tsr_op_signature *signature, tsr_plugin_
         .min_elements = g_min_elements,
     };
     tsr_onednn_op *op = NULL;
-    status = build(signature, &ctx, &op);
+    // The fixed routes, or what was measured on this machine (route.h).
+    status = tsr_onednn_route_choose(signature, build, &ctx, own, own_info.workspace_bytes, &op,
+                                     &source);
     if (status == TSR_OK && op != NULL) {
       if ((flags & TSR_PLAN_REQUIRE_DETERMINISM) &&
           !(op->info_flags & TSR_PLAN_INFO_DETERMINISTIC)) {
         // The own kernel splits work by a fixed rule (docs/abi.md 6.1);
         // keep it rather than refuse the plan.
         op->destroy(op);
+        source = TSR_ONEDNN_SOURCE_NONE;
       } else {
         plan->op = op;
         plan->workspace_bytes = op->workspace_bytes;
         plan->info_flags = op->info_flags;
         snprintf(plan->engine, sizeof(plan->engine), "%s", op->engine);
       }
-    } else if (status != TSR_UNSUPPORTED) {
+    } else if (status != TSR_OK && status != TSR_UNSUPPORTED) {
       tsr_onednn_plan_free(plan);
       return status;
     }
@@ -183,6 +189,10 @@ tsr_status tsr_onednn_plan_create(const tsr_op_signature *signature, tsr_plugin_
       name += 4;
     snprintf(plan->engine, sizeof(plan->engine), "own:%s", name);
   }
+  // Where the choice came from, for TSR_TRACE and tsr-info: " [measured]" etc.
+  const size_t used = strlen(plan->engine);
+  snprintf(plan->engine + used, sizeof(plan->engine) - used, "%s",
+           tsr_onednn_source_suffix(source));
   *out_plan = (tsr_plugin_plan *)plan;
   return TSR_OK;
 }

@@ -15,8 +15,7 @@
 #include "conv_weight_cache.h"
 #include "onednn_plugin.h"
 #include "onednn_table.h"
-#include "ref_checks.h"
-#include "ref_plugin.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "tessera/plugin_kit.h"
 
 #if defined(__AVX512F__)
@@ -43,9 +42,9 @@ static int tsr_onednn_cpu_any(void) {
   return 1;
 }
 #if defined(TSR_ONEDNN_HAS_AVX2)
-__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx2_plugin_create(
+__attribute__((visibility("hidden"))) tsr_status tsr_cpu_avx2_plugin_table_create(
     const tsr_host_api *host, const tsr_plugin_api **out_api);
-__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx2_exec_args_resolve_for(
+__attribute__((visibility("hidden"))) tsr_status tsr_cpu_avx2_exec_args_resolve_for(
     const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
     uint64_t workspace_bytes, char **out_ptrs, char **out_workspace);
 static int tsr_onednn_cpu_avx2(void) {
@@ -55,9 +54,9 @@ static int tsr_onednn_cpu_avx2(void) {
 }
 #endif
 #if defined(TSR_ONEDNN_HAS_AVX512)
-__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx512_plugin_create(
+__attribute__((visibility("hidden"))) tsr_status tsr_cpu_avx512_plugin_table_create(
     const tsr_host_api *host, const tsr_plugin_api **out_api);
-__attribute__((visibility("hidden"))) tsr_status tsr_ref_avx512_exec_args_resolve_for(
+__attribute__((visibility("hidden"))) tsr_status tsr_cpu_avx512_exec_args_resolve_for(
     const tsr_plugin_plan *plan, const tsr_exec_args *args, tsr_plugin_stream *stream,
     uint64_t workspace_bytes, char **out_ptrs, char **out_workspace);
 static int tsr_onednn_cpu_avx512(void) {
@@ -71,14 +70,14 @@ static int tsr_onednn_cpu_avx512(void) {
 // Most capable first.
 static const tsr_onednn_own_build k_own_builds[] = {
 #if defined(TSR_ONEDNN_HAS_AVX512)
-    {"avx512", "x86-64-v4: AVX-512", tsr_ref_avx512_plugin_create,
-     tsr_ref_avx512_exec_args_resolve_for, tsr_onednn_cpu_avx512},
+    {"avx512", "x86-64-v4: AVX-512", tsr_cpu_avx512_plugin_table_create,
+     tsr_cpu_avx512_exec_args_resolve_for, tsr_onednn_cpu_avx512},
 #endif
 #if defined(TSR_ONEDNN_HAS_AVX2)
-    {"avx2", "x86-64-v3: AVX2+FMA", tsr_ref_avx2_plugin_create, tsr_ref_avx2_exec_args_resolve_for,
-     tsr_onednn_cpu_avx2},
+    {"avx2", "x86-64-v3: AVX2+FMA", tsr_cpu_avx2_plugin_table_create,
+     tsr_cpu_avx2_exec_args_resolve_for, tsr_onednn_cpu_avx2},
 #endif
-    {"build", TSR_ONEDNN_BUILD_ISA, tsr_ref_plugin_create, tsr_ref_exec_args_resolve_for,
+    {"build", TSR_ONEDNN_BUILD_ISA, tsr_cpu_plugin_table_create, tsr_cpu_exec_args_resolve_for,
      tsr_onednn_cpu_any},
 };
 #define TSR_ONEDNN_OWN_BUILD_COUNT ((int)(sizeof(k_own_builds) / sizeof(k_own_builds[0])))
@@ -111,7 +110,7 @@ static const tsr_onednn_own_build *tsr_onednn_own_build_pick(const tsr_host_api 
 static const tsr_host_api *g_host;
 static tsr_host_api g_kernel_host;
 static const tsr_plugin_api *g_ref;
-static tsr_onednn_resolve_fn g_resolve = tsr_ref_exec_args_resolve_for;
+static tsr_onednn_resolve_fn g_resolve = tsr_cpu_exec_args_resolve_for;
 static tsr_plugin_api g_api;
 static char g_build_info[192];
 static dnnl_engine_t g_engine;

@@ -14,7 +14,7 @@
 
 #include "ocl.h"
 #include "ocl_matmul.h"
-#include "plan.h"  // ref's: struct tsr_plugin_plan, tsr_ref_conv_plan
+#include "tsr_cpu/cpu_kernels.h"  // struct tsr_plugin_plan, tsr_cpu_conv_plan
 
 typedef struct conv_state {
   tsr_ocl_gemm gemm;
@@ -30,7 +30,7 @@ typedef struct conv_state {
 _Static_assert(sizeof(conv_state) <= TSR_OCL_PLAN_STATE_BYTES, "conv state fits the plan");
 
 // The geometry every conv GEMM mode reads.
-static void conv_geo_fill(const tsr_ref_conv_plan *cv, int64_t *geo) {
+static void conv_geo_fill(const tsr_cpu_conv_plan *cv, int64_t *geo) {
   memset(geo, 0, TSR_OCL_GEO_COUNT * sizeof(int64_t));
   geo[TSR_OCL_GEO_CG] = cv->cg;
   geo[TSR_OCL_GEO_OG] = cv->og;
@@ -64,7 +64,7 @@ static int channels_last(const int64_t *strides) {
 
 static tsr_status conv_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   (void)signature;
-  const tsr_ref_conv_plan *cv = &plan->ref->u.conv;
+  const tsr_cpu_conv_plan *cv = &plan->ref->u.conv;
   const tsr_plugin_plan *ref = plan->ref;
   conv_state *st = (conv_state *)plan->state;
   memset(st, 0, sizeof(*st));
@@ -186,7 +186,7 @@ static tsr_status conv_init(tsr_ocl_plan *plan, const tsr_op_signature *signatur
 
 static tsr_status conv_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exec) {
   const conv_state *st = (const conv_state *)plan->state;
-  const tsr_ref_conv_plan *cv = &plan->ref->u.conv;
+  const tsr_cpu_conv_plan *cv = &plan->ref->u.conv;
   const int32_t out = exec->num_inputs;
   switch (cv->op) {
     case TSR_OP_CONV2D:

@@ -9,7 +9,7 @@
 
 #include "ocl.h"
 #include "ops_reduce_internal.h"
-#include "plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 
 #define DATA_SHAPE_LONGS 25
 #define PAD_SHAPE_LONGS 41
@@ -75,13 +75,13 @@ static tsr_status concat_init(tsr_ocl_plan *plan, const tsr_op_signature *signat
   tsr_ocl_concat_state *st = (tsr_ocl_concat_state *)plan->state;
   memset(st, 0, sizeof(*st));
   const tsr_plugin_plan *ref = plan->ref;
-  const tsr_ref_operand *out = &ref->operands[ref->num_inputs];
+  const tsr_cpu_operand *out = &ref->operands[ref->num_inputs];
   const int32_t axis = ref->u.concat.axis;
   st->inputs = ref->num_inputs;
   int64_t longs[TSR_MAX_OPERANDS * DATA_SHAPE_LONGS];
   int64_t along = 0;
   for (int32_t i = 0; i < st->inputs; ++i) {
-    const tsr_ref_operand *x = &ref->operands[i];
+    const tsr_cpu_operand *x = &ref->operands[i];
     block_pack(x->rank, x->sizes, x->strides, out->strides, longs + i * DATA_SHAPE_LONGS);
     st->counts[i] = (uint64_t)x->numel;
     st->out_offsets[i] = (uint64_t)(along * out->strides[axis]);
@@ -147,9 +147,9 @@ static tsr_status pad_init(tsr_ocl_plan *plan, const tsr_op_signature *signature
   (void)signature;
   tsr_ocl_pad_state *st = (tsr_ocl_pad_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_pad_plan *p = &plan->ref->u.pad;
-  const tsr_ref_operand *x = &plan->ref->operands[0];
-  const tsr_ref_operand *out = &plan->ref->operands[1];
+  const tsr_cpu_pad_plan *p = &plan->ref->u.pad;
+  const tsr_cpu_operand *x = &plan->ref->operands[0];
+  const tsr_cpu_operand *out = &plan->ref->operands[1];
   st->count = (uint64_t)out->numel;
   st->mode = p->mode;
   st->value_bits = p->value_bits;
@@ -236,9 +236,9 @@ static void index_fini(tsr_ocl_plan *plan) {
 static tsr_status index_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   tsr_ocl_index_state *st = (tsr_ocl_index_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_index_plan *ix = &plan->ref->u.index;
-  const tsr_ref_operand *data = &plan->ref->operands[0];
-  const tsr_ref_operand *out = &plan->ref->operands[2];
+  const tsr_cpu_index_plan *ix = &plan->ref->u.index;
+  const tsr_cpu_operand *data = &plan->ref->operands[0];
+  const tsr_cpu_operand *out = &plan->ref->operands[2];
   st->scatter = signature->op == TSR_OP_SCATTER_ADD;
   st->count = (uint64_t)out->numel;
   st->k = (uint64_t)ix->k;

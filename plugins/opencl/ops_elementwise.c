@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ocl.h"
-#include "plan.h"  // ref's: struct tsr_plugin_plan, tsr_ref_ew_plan, tsr_ref_optim_plan
+#include "tsr_cpu/cpu_kernels.h"  // struct tsr_plugin_plan, tsr_cpu_ew_plan, tsr_cpu_optim_plan
 #include "tessera/plugin_kit.h"
 
 // Kinds as kernels/elementwise.cl numbers them.
@@ -73,8 +73,8 @@ typedef struct tsr_ocl_ew_state {
   uint64_t blocks_per_row;  // rows
   size_t global;
   size_t local;
-  uint64_t mask[TSR_REF_EW_MAX_OPERANDS];  // contig: all ones, or 0 for a broadcast scalar
-  int64_t step[TSR_REF_EW_MAX_OPERANDS];   // rows, flat: inner step in elements
+  uint64_t mask[TSR_CPU_EW_MAX_OPERANDS];  // contig: all ones, or 0 for a broadcast scalar
+  int64_t step[TSR_CPU_EW_MAX_OPERANDS];   // rows, flat: inner step in elements
   // rng
   uint64_t counter;
   uint32_t key[2];
@@ -234,7 +234,7 @@ static int ew_options_common(char *out, size_t size, const tsr_ocl_plan *plan, i
 // Fills the launch geometry, the masks or steps and the shape buffer from
 // |ew| (ref's collapsed nest over |nops| operands whose element sizes are
 // |elem|), then creates the kernel from |options|.
-static tsr_status ew_shape_init(tsr_ocl_plan *plan, const tsr_ref_ew_plan *ew, int32_t nops,
+static tsr_status ew_shape_init(tsr_ocl_plan *plan, const tsr_cpu_ew_plan *ew, int32_t nops,
                                 const uint32_t *elem, const char *options, const char *what) {
   tsr_ocl_ew_state *s = ew_state(plan);
   const uint64_t numel = (uint64_t)ew->numel;
@@ -322,7 +322,7 @@ static tsr_status ew_operands_supported(const tsr_ocl_device *device,
                                         const struct tsr_plugin_plan *ref, int32_t count) {
   const char *op = tsr_op_name(signature->op);
   for (int32_t k = 0; k < count; ++k) {
-    const tsr_ref_operand *o = &ref->operands[k];
+    const tsr_cpu_operand *o = &ref->operands[k];
     if (o->extent_bytes == 0)
       continue;  // empty, or ignored: never addressed
     TSR_OCL_RETURN_IF_ERROR(ew_dtype_check(device, op, o->name, o->dtype));
@@ -344,11 +344,11 @@ static tsr_status ew_init_kind(tsr_ocl_plan *plan, int kind, int fn, int alpha_f
   tsr_ocl_ew_state *s = ew_state(plan);
   memset(s, 0, sizeof(*s));
   const int32_t nops = ref->num_inputs + ref->num_outputs;
-  const char *types[TSR_REF_EW_MAX_OPERANDS];
-  uint32_t elem[TSR_REF_EW_MAX_OPERANDS];
+  const char *types[TSR_CPU_EW_MAX_OPERANDS];
+  uint32_t elem[TSR_CPU_EW_MAX_OPERANDS];
   const int bit_moves = kind == TSR_OCL_EW_FILL || kind == TSR_OCL_EW_COPY;
   for (int32_t k = 0; k < nops; ++k) {
-    const tsr_ref_operand *o = &ref->operands[k];
+    const tsr_cpu_operand *o = &ref->operands[k];
     elem[k] = o->elem_size;
     types[k] = bit_moves || (kind == TSR_OCL_EW_WHERE && k > 0) ? ew_bits_type(o->elem_size)
                                                                 : ew_cl_type(o->dtype);
@@ -356,7 +356,7 @@ static tsr_status ew_init_kind(tsr_ocl_plan *plan, int kind, int fn, int alpha_f
   // The compute type: the first operand's (WHERE's cond is bool; only CT's
   // presence matters there).
   const tsr_dtype_t compute = ref->operands[0].dtype;
-  const tsr_ref_ew_params *p = &ref->u.ew.params;
+  const tsr_cpu_ew_params *p = &ref->u.ew.params;
   switch (kind) {
     case TSR_OCL_EW_FILL: {
       cl_ulong bits = p->fill_bits;
@@ -448,13 +448,13 @@ static tsr_status clamp_init(tsr_ocl_plan *plan, const tsr_op_signature *signatu
 // (grad, param and the state), and ref's constants in the compute type.
 static tsr_status optim_init(tsr_ocl_plan *plan, int kind) {
   const struct tsr_plugin_plan *ref = plan->ref;
-  const tsr_ref_optim_plan *o = &ref->u.optim;
+  const tsr_cpu_optim_plan *o = &ref->u.optim;
   tsr_ocl_ew_state *s = ew_state(plan);
   memset(s, 0, sizeof(*s));
   const int32_t nops = o->shape.num_operands;
   const tsr_dtype_t dtype = ref->operands[0].dtype;
-  const char *types[TSR_REF_EW_MAX_OPERANDS];
-  uint32_t elem[TSR_REF_EW_MAX_OPERANDS];
+  const char *types[TSR_CPU_EW_MAX_OPERANDS];
+  uint32_t elem[TSR_CPU_EW_MAX_OPERANDS];
   for (int32_t k = 0; k < nops; ++k) {
     types[k] = ew_cl_type(dtype);
     elem[k] = ref->operands[k].elem_size;
@@ -513,11 +513,11 @@ static tsr_status ew_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exec)
   const tsr_ocl_ew_state *s = ew_state_const(plan);
   if (s->kernel == NULL || s->global == 0)
     return TSR_OK;
-  tsr_ocl_arg args[6 + 3 * TSR_REF_EW_MAX_OPERANDS + TSR_OCL_EW_MAX_PARAMS];
+  tsr_ocl_arg args[6 + 3 * TSR_CPU_EW_MAX_OPERANDS + TSR_OCL_EW_MAX_PARAMS];
   int32_t na = 0;
   // Index-typed values: cl_uint or cl_ulong by the program's IDX.
-  cl_uint u32[2 + TSR_REF_EW_MAX_OPERANDS];
-  cl_ulong u64[2 + TSR_REF_EW_MAX_OPERANDS];
+  cl_uint u32[2 + TSR_CPU_EW_MAX_OPERANDS];
+  cl_ulong u64[2 + TSR_CPU_EW_MAX_OPERANDS];
   int32_t nu = 0;
 #define IDX_ARG(v)                                                    \
   do {                                                                \
@@ -527,8 +527,8 @@ static tsr_status ew_execute(const tsr_ocl_plan *plan, const tsr_ocl_exec *exec)
                           : (tsr_ocl_arg){sizeof(cl_uint), &u32[nu]}; \
     nu++;                                                             \
   } while (0)
-  cl_ulong offsets[TSR_REF_EW_MAX_OPERANDS];
-  cl_long steps[TSR_REF_EW_MAX_OPERANDS];
+  cl_ulong offsets[TSR_CPU_EW_MAX_OPERANDS];
+  cl_long steps[TSR_CPU_EW_MAX_OPERANDS];
   if (s->variant == TSR_OCL_EW_VARIANT_CONTIG) {
     IDX_ARG(s->count);
   } else if (s->variant == TSR_OCL_EW_VARIANT_ROWS) {
@@ -585,8 +585,8 @@ static int rng_uniform_exact(double a, double b) {
 
 static tsr_status rng_supports(const tsr_ocl_device *device, const tsr_op_signature *signature,
                                const struct tsr_plugin_plan *ref) {
-  const tsr_ref_rng_plan *r = &ref->u.rng;
-  const tsr_ref_operand *out = &ref->operands[0];
+  const tsr_cpu_rng_plan *r = &ref->u.rng;
+  const tsr_cpu_operand *out = &ref->operands[0];
   TSR_OCL_RETURN_IF_ERROR(ew_operands_supported(device, signature, ref, 1));
   const int fp64 = (device->caps & TSR_OCL_CAP_FP64) != 0;
   if (r->distribution == TSR_RNG_NORMAL && !fp64) {
@@ -608,8 +608,8 @@ static tsr_status rng_supports(const tsr_ocl_device *device, const tsr_op_signat
 static tsr_status rng_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   (void)signature;
   const struct tsr_plugin_plan *ref = plan->ref;
-  const tsr_ref_rng_plan *r = &ref->u.rng;
-  const tsr_ref_operand *out = &ref->operands[0];
+  const tsr_cpu_rng_plan *r = &ref->u.rng;
+  const tsr_cpu_operand *out = &ref->operands[0];
   tsr_ocl_ew_state *s = ew_state(plan);
   memset(s, 0, sizeof(*s));
   s->variant = TSR_OCL_EW_VARIANT_RNG;

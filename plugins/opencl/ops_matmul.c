@@ -12,7 +12,7 @@
 
 #include "ocl.h"
 #include "ocl_matmul.h"
-#include "plan.h"  // ref's: struct tsr_plugin_plan
+#include "tsr_cpu/cpu_kernels.h"  // struct tsr_plugin_plan
 
 // --- the GEMM engine -------------------------------------------------------------
 
@@ -361,7 +361,7 @@ _Static_assert(sizeof(matmul_state) <= TSR_OCL_PLAN_STATE_BYTES, "matmul state f
 
 static tsr_status matmul_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   (void)signature;
-  const tsr_ref_matmul_plan *mm = &plan->ref->u.matmul;
+  const tsr_cpu_matmul_plan *mm = &plan->ref->u.matmul;
   matmul_state *st = (matmul_state *)plan->state;
   memset(st, 0, sizeof(*st));
   st->alpha = mm->alpha;

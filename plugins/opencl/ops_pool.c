@@ -15,7 +15,7 @@
 #include "ocl.h"
 #include "ocl_matmul.h"
 #include "ops_reduce_internal.h"  // the data-dependent error watch
-#include "plan.h"                 // ref's: struct tsr_plugin_plan, tsr_ref_pool_plan
+#include "tsr_cpu/cpu_kernels.h"                 // struct tsr_plugin_plan, tsr_cpu_pool_plan
 
 typedef struct pool_state {
   tsr_ocl_kernel *main;   // pool_forward or pool_backward
@@ -45,7 +45,7 @@ static void pool_fini(tsr_ocl_plan *plan) {
 
 static tsr_status pool_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   (void)signature;
-  const tsr_ref_pool_plan *pl = &plan->ref->u.pool;
+  const tsr_cpu_pool_plan *pl = &plan->ref->u.pool;
   pool_state *st = (pool_state *)plan->state;
   memset(st, 0, sizeof(*st));
   st->is_max = pl->kind == TSR_POOL_MAX;

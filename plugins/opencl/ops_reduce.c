@@ -1,7 +1,7 @@
 // The reduce family's table, REDUCE and ARG_REDUCE, and the helpers the
 // family's files share (ops_reduce_internal.h).
 //
-// REDUCE sees x as ref's kept x reduced dimensions (plugins/ref/reduce.h).
+// REDUCE sees x as ref's kept x reduced dimensions (plugins/cpu/reduce.h).
 // Pass 1 folds fixed-length segments of each output's reduced range, either
 // with a work-group and a tree in local memory ("wg": reduced elements close
 // in memory) or with one work-item per (output, segment) ("col": the kept
@@ -17,7 +17,7 @@
 
 #include "ocl.h"
 #include "ops_reduce_internal.h"
-#include "plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 
 // ---------------------------------------------------------------------------
 // Shared helpers.
@@ -67,7 +67,7 @@ tsr_status tsr_ocl_red_longs_create(tsr_ocl_device *device, const int64_t *value
   return tsr_ocl_const_buffer_create(device, values, count * sizeof(int64_t), out_mem);
 }
 
-void tsr_ocl_red_groups_pack(const tsr_ref_groups *g, const int64_t *elem_sizes,
+void tsr_ocl_red_groups_pack(const tsr_cpu_groups *g, const int64_t *elem_sizes,
                              int64_t *out_longs) {
   memset(out_longs, 0, TSR_OCL_GROUPS_LONGS * sizeof(int64_t));
   out_longs[0] = g->outer_ndim;
@@ -251,7 +251,7 @@ static tsr_status reduce_supports(const tsr_ocl_device *device, const tsr_op_sig
 }
 
 // Fills |longs| (RS_* of kernels/reduce.cl) from ref's |s|, in elements.
-static void reduce_shape_pack(const tsr_ref_reduce_shape *s, int64_t elem, int64_t *longs) {
+static void reduce_shape_pack(const tsr_cpu_reduce_shape *s, int64_t elem, int64_t *longs) {
   memset(longs, 0, RS_LONGS * sizeof(int64_t));
   longs[0] = s->kept_ndim;
   longs[1] = s->red_ndim;
@@ -283,8 +283,8 @@ static tsr_status reduce_init(tsr_ocl_plan *plan, const tsr_op_signature *signat
   (void)signature;
   tsr_ocl_reduce_state *st = (tsr_ocl_reduce_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_reduce_shape *s = &plan->ref->u.reduce.shape;
-  const tsr_ref_operand *x = &plan->ref->operands[0];
+  const tsr_cpu_reduce_shape *s = &plan->ref->u.reduce.shape;
+  const tsr_cpu_operand *x = &plan->ref->operands[0];
   const int64_t elem = x->elem_size;
   const char *fn = kReduceNames[plan->attrs.reduce.fn];
   st->acc_size = (uint32_t)elem;
@@ -425,8 +425,8 @@ static tsr_status arg_reduce_init(tsr_ocl_plan *plan, const tsr_op_signature *si
   (void)signature;
   tsr_ocl_arg_reduce_state *st = (tsr_ocl_arg_reduce_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_reduce_shape *s = &plan->ref->u.arg_reduce.shape;
-  const tsr_ref_operand *x = &plan->ref->operands[0];
+  const tsr_cpu_reduce_shape *s = &plan->ref->u.arg_reduce.shape;
+  const tsr_cpu_operand *x = &plan->ref->operands[0];
   st->elem = x->elem_size;
   st->out_count = (uint64_t)s->out_count;
   st->item = s->red_ndim == 0 || s->red_count <= 8 ||

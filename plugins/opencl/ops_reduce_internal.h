@@ -6,7 +6,7 @@
 #define TESSERA_PLUGINS_OPENCL_OPS_REDUCE_INTERNAL_H_
 
 #include "ocl.h"
-#include "plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 
 // The most work-items a reduction's work-group gets: enough to hide memory
 // latency on a GPU, few enough that the local tree stays short.
@@ -44,11 +44,11 @@ static inline size_t tsr_ocl_red_local_fit(size_t local, uint64_t n) {
 TSR_OCL_HIDDEN tsr_status tsr_ocl_red_longs_create(tsr_ocl_device *device, const int64_t *values,
                                                    size_t count, cl_mem *out_mem);
 
-// The layout of ref's groups (plugins/ref/groups.h) the kernels read: see
+// The layout of ref's groups (plugins/cpu/groups.h) the kernels read: see
 // G_* in kernels/softmax.cl and kernels/norm.cl. Strides are converted from
 // bytes to elements of each operand (|elem_sizes[k]|).
 #define TSR_OCL_GROUPS_LONGS 148
-TSR_OCL_HIDDEN void tsr_ocl_red_groups_pack(const tsr_ref_groups *g, const int64_t *elem_sizes,
+TSR_OCL_HIDDEN void tsr_ocl_red_groups_pack(const tsr_cpu_groups *g, const int64_t *elem_sizes,
                                             int64_t *out_longs);
 
 // Data-dependent errors (a CROSS_ENTROPY target, a GATHER index out of

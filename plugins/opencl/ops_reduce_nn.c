@@ -1,12 +1,12 @@
 // SOFTMAX, CROSS_ENTROPY and their backward ops (kernels/softmax.cl,
 // kernels/loss.cl). Shapes come from ref's analysis: softmax's groups
-// (plugins/ref/softmax.h) and cross-entropy's rows (cross_entropy.h).
+// (tsr_cpu/cpu_plan.h) and cross-entropy's rows.
 #include <stdio.h>
 #include <string.h>
 
 #include "ocl.h"
 #include "ops_reduce_internal.h"
-#include "plan.h"
+#include "tsr_cpu/cpu_kernels.h"
 
 // ---------------------------------------------------------------------------
 // SOFTMAX and SOFTMAX_BACKWARD: a work-group per slice along the axis, or a
@@ -42,8 +42,8 @@ static void softmax_fini(tsr_ocl_plan *plan) {
 static tsr_status softmax_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   tsr_ocl_softmax_state *st = (tsr_ocl_softmax_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_softmax_plan *sp = &plan->ref->u.softmax;
-  const tsr_ref_groups *g = &sp->groups;
+  const tsr_cpu_softmax_plan *sp = &plan->ref->u.softmax;
+  const tsr_cpu_groups *g = &sp->groups;
   st->backward = signature->op == TSR_OP_SOFTMAX_BACKWARD;
   st->elem = plan->ref->operands[0].elem_size;
   st->count = (uint64_t)g->count;
@@ -159,15 +159,15 @@ static void ce_fini(tsr_ocl_plan *plan) {
 static tsr_status ce_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   tsr_ocl_ce_state *st = (tsr_ocl_ce_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_cross_entropy_plan *ce = &plan->ref->u.cross_entropy;
-  const tsr_ref_operand *ops = plan->ref->operands;
+  const tsr_cpu_cross_entropy_plan *ce = &plan->ref->u.cross_entropy;
+  const tsr_cpu_operand *ops = plan->ref->operands;
   st->backward = signature->op == TSR_OP_CROSS_ENTROPY_BACKWARD;
   st->reduction = ce->reduction;
   st->n = (uint64_t)ce->rows;
   st->classes = (uint64_t)ce->classes;
   st->ignore_index = ce->ignore_index;
   st->eps = ce->smoothing;
-  const tsr_ref_operand *logits = &ops[st->backward ? 1 : 0];
+  const tsr_cpu_operand *logits = &ops[st->backward ? 1 : 0];
   st->elem = logits->elem_size;
   st->ls0 = (uint64_t)logits->strides[0];
   st->ls1 = (uint64_t)logits->strides[1];
@@ -326,7 +326,7 @@ static void layer_norm_fini(tsr_ocl_plan *plan) {
 static tsr_status layer_norm_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   tsr_ocl_layer_norm_state *st = (tsr_ocl_layer_norm_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_layer_norm_plan *ln = &plan->ref->u.layer_norm;
+  const tsr_cpu_layer_norm_plan *ln = &plan->ref->u.layer_norm;
   st->backward = signature->op == TSR_OP_LAYER_NORM_BACKWARD;
   st->has_affine = ln->has_affine;
   st->count = (uint64_t)ln->groups.count;
@@ -343,8 +343,8 @@ static tsr_status layer_norm_init(tsr_ocl_plan *plan, const tsr_op_signature *si
   if (status == TSR_OK) {
     st->local = tsr_ocl_red_local_fit(tsr_ocl_red_local_size(plan->device, st->rows), st->size);
     int64_t longs[TSR_OCL_GROUPS_LONGS];
-    int64_t elems[TSR_REF_GROUPS_MAX_OPERANDS];
-    for (int32_t k = 0; k < TSR_REF_GROUPS_MAX_OPERANDS; ++k) elems[k] = st->elem;
+    int64_t elems[TSR_CPU_GROUPS_MAX_OPERANDS];
+    for (int32_t k = 0; k < TSR_CPU_GROUPS_MAX_OPERANDS; ++k) elems[k] = st->elem;
     tsr_ocl_red_groups_pack(&ln->groups, elems, longs);
     status = tsr_ocl_red_longs_create(plan->device, longs, TSR_OCL_GROUPS_LONGS, &st->groups);
   }
@@ -466,7 +466,7 @@ static void batch_norm_fini(tsr_ocl_plan *plan) {
 static tsr_status batch_norm_init(tsr_ocl_plan *plan, const tsr_op_signature *signature) {
   tsr_ocl_batch_norm_state *st = (tsr_ocl_batch_norm_state *)plan->state;
   memset(st, 0, sizeof(*st));
-  const tsr_ref_batch_norm_plan *bn = &plan->ref->u.batch_norm;
+  const tsr_cpu_batch_norm_plan *bn = &plan->ref->u.batch_norm;
   st->backward = signature->op == TSR_OP_BATCH_NORM_BACKWARD;
   st->training = bn->training;
   st->count = (uint64_t)bn->groups.count;

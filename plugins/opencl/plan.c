@@ -13,7 +13,7 @@
 
 #include "ocl.h"
 #include "ocl_table.h"
-#include "plan.h"  // ref's: struct tsr_plugin_plan and tsr_ref_operand
+#include "tsr_cpu/cpu_kernels.h"  // struct tsr_plugin_plan and tsr_cpu_operand
 #include "tessera/plugin_kit.h"
 
 static const tsr_ocl_op_impl *impl_of(int32_t op) {
@@ -62,7 +62,7 @@ static tsr_status signature_check(const char *what, const tsr_op_signature *sign
   tsr_status status = TSR_OK;
   int32_t operands = ref->num_inputs + ref->num_outputs;
   for (int32_t i = 0; i < operands && status == TSR_OK; ++i) {
-    const tsr_ref_operand *o = &ref->operands[i];
+    const tsr_cpu_operand *o = &ref->operands[i];
     if (o->extent_bytes == 0) continue;  // empty or ignored: never addressed
     if (o->dtype == TSR_FLOAT16 || o->dtype == TSR_BFLOAT16) {
       status = tsr_ocl_error(TSR_UNSUPPORTED,
@@ -190,14 +190,14 @@ tsr_status tsr_ocl_plan_destroy(tsr_plugin_plan *handle) {
 }
 
 // Says how operand |o| of |plan| departs from the plan.
-static tsr_status operand_mismatch(const tsr_ocl_plan *plan, const tsr_ref_operand *o,
+static tsr_status operand_mismatch(const tsr_ocl_plan *plan, const tsr_cpu_operand *o,
                                    const char *detail) {
   return tsr_ocl_error(TSR_INVALID_ARGUMENT, "plan_execute: %s %s does not match the plan: %s",
                        tsr_op_name(plan->op), o->name, detail);
 }
 
 // Checks |desc| against operand |o| and resolves its cl_mem and element offset.
-static tsr_status operand_resolve(const tsr_ocl_plan *plan, const tsr_ref_operand *o,
+static tsr_status operand_resolve(const tsr_ocl_plan *plan, const tsr_cpu_operand *o,
                                   const tsr_tensor_desc *desc, cl_mem *out_mem,
                                   uint64_t *out_offset) {
   if (!TSR_ABI_COVERS(desc, tsr_tensor_desc, alias_group)) {
@@ -261,7 +261,7 @@ tsr_status tsr_ocl_plan_execute(const tsr_plugin_plan *handle, const tsr_exec_ar
   }
   for (int32_t o = 0; o < ref->num_outputs; ++o) {
     int32_t k = ref->num_inputs + o;
-    const tsr_ref_operand *operand = &ref->operands[k];
+    const tsr_cpu_operand *operand = &ref->operands[k];
     const tsr_tensor_desc *desc = &args->outputs[o];
     TSR_OCL_RETURN_IF_ERROR(operand_resolve(plan, operand, desc, &exec.mem[k], &exec.offset[k]));
     uint32_t mask = 0;

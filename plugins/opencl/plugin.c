@@ -13,7 +13,7 @@
 
 #include "ocl.h"
 #include "ocl_table.h"
-#include "ref_plugin.h"
+#include "tsr_cpu/cpu_kernels.h"
 #include "tessera/plugin_kit.h"
 
 static const tsr_host_api *g_host;
@@ -181,7 +181,7 @@ TSR_ABI_EXPORT tsr_status tsr_plugin_entry(const tsr_host_api *host,
                                            const tsr_plugin_api **out_api) {
   if (out_api != NULL) *out_api = NULL;
   const tsr_plugin_api *ref = NULL;
-  tsr_status status = tsr_ref_plugin_create(host, &ref);
+  tsr_status status = tsr_cpu_plugin_table_create(host, &ref);
   if (status != TSR_OK) return status;
   if (out_api == NULL) {
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "opencl: out_api is NULL");

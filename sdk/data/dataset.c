@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "data_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 
 tsr_status tsr_dataset_callback_create(int64_t count, int32_t rank, const int64_t *example_sizes,
                                        tsr_dataset_get_fn get, void *user,

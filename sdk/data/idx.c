@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "data_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "idx_parse.h"
 
 void tsr_idx_options_init(tsr_idx_options *options) {

@@ -1,5 +1,6 @@
 // Batch loaders: a seeded permutation per epoch, batches cut from it in
-// order, and a producer thread that fills host buffers ahead of the caller.
+// order, and producer threads (workers) that fill host buffers ahead of the
+// caller, each a whole batch at a time, delivered in order.
 //
 // The order is a pure function of (seed, epoch): resuming with
 // tsr_loader_seek draws exactly what an uninterrupted run would have drawn.
@@ -10,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 
 enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_READY = 2, SLOT_TAKEN = 3 };
-enum { LOADER_SLOTS = 2 };  // double buffering
+// The most workers a loader runs; more than the online CPUs are clamped too.
+enum { LOADER_MAX_WORKERS = 64 };
 
 typedef struct loader_slot {
   uint8_t *fields[TSR_DATASET_MAX_FIELDS];  // [capacity rows, field's example]
@@ -25,37 +28,48 @@ typedef struct loader_slot {
   char message[768];
 } loader_slot;
 
+// What one filling thread owns: its copy of the epoch's permutation and the
+// buffers it reads and transforms an example in.
+typedef struct loader_worker {
+  tsr_loader *loader;
+  pthread_t thread;
+  int started;
+  int64_t *perm;
+  int64_t perm_epoch;
+  uint8_t *scratch[2][TSR_DATASET_MAX_FIELDS];
+} loader_worker;
+
 struct tsr_loader {
   tsr_dataset *dataset;
   tsr_device *device;
   int64_t batch_size, count, batch_count, numel, capacity_rows;
   uint64_t seed;
   int shuffle, drop_last, prefetch;
+  // Filling threads (0 without prefetch: the caller fills with workers[0]'s
+  // buffers) and the ring of batches, workers + 1 of them (2 at least).
+  int32_t worker_count;
+  loader_worker *workers;
+  int32_t slot_count;
+  loader_slot *slots;
+  int serialize_reads;          // a callback dataset: one read at a time
+  pthread_mutex_t read_mutex;
   // One example of each field as a batch holds it (after the transforms).
   int32_t field_count;
   tsr_dataset_field fields[TSR_DATASET_MAX_FIELDS];
-  // Where the filling thread reads an example and transforms it.
-  uint8_t *scratch[2][TSR_DATASET_MAX_FIELDS];
   tsr_loader_transform *transforms;
   uint32_t transform_count;
   // The caller's cursor: the next batch tsr_loader_next returns.
   int64_t epoch, position;
-  // The permutation of perm_epoch, touched only by whoever fills (the
-  // producer thread, or the caller without prefetch).
-  int64_t *perm;
-  int64_t perm_epoch;
-  loader_slot slots[LOADER_SLOTS];
-  // Shared with the producer, under |mutex|.
+  // Shared with the workers, under |mutex|.
   pthread_mutex_t mutex;
   pthread_cond_t cond;
-  pthread_t thread;
-  int thread_started;
+  int thread_started;  // 0: no mutex yet; -1: mutex and cond; 1: workers too
   int stop;
   int error_pending;                  // a failed fill waits for the caller; produce nothing more
   int paused;                         // after a failure: produce again when the caller asks
   uint64_t generation;                // bumped by every reset; a fill of an older one is dropped
-  uint64_t fill_seq, take_seq;        // batches filled / taken since the last reset
-  int64_t fill_epoch, fill_position;  // the producer's cursor
+  uint64_t fill_seq, take_seq;        // batches claimed / taken since the last reset
+  int64_t fill_epoch, fill_position;  // the next batch a worker claims
 };
 
 // --- the order --------------------------------------------------------------------
@@ -97,13 +111,15 @@ static void permutation_fill(int64_t *perm, int64_t n, uint64_t seed, int64_t ep
   }
 }
 
-// Fills |slot| with batch |position| of |epoch|. Runs on the producer thread
-// (or the caller's without prefetch); writes the error into the slot.
-static tsr_status batch_fill(tsr_loader *loader, loader_slot *slot, int64_t epoch,
-                             int64_t position) {
-  if (loader->perm_epoch != epoch) {
-    permutation_fill(loader->perm, loader->count, loader->seed, epoch, loader->shuffle);
-    loader->perm_epoch = epoch;
+// Fills |slot| with batch |position| of |epoch| using |worker|'s buffers.
+// Runs on a worker (or the caller's thread without prefetch); writes the
+// error into the slot. The batch depends on (seed, epoch, position) only,
+// never on which worker fills it.
+static tsr_status batch_fill(tsr_loader *loader, loader_worker *worker, loader_slot *slot,
+                             int64_t epoch, int64_t position) {
+  if (worker->perm_epoch != epoch) {
+    permutation_fill(worker->perm, loader->count, loader->seed, epoch, loader->shuffle);
+    worker->perm_epoch = epoch;
   }
   int64_t first = position * loader->batch_size;
   int64_t rows = loader->count - first;
@@ -115,17 +131,21 @@ static tsr_status batch_fill(tsr_loader *loader, loader_slot *slot, int64_t epoc
   slot->status = TSR_OK;
   slot->message[0] = '\0';
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t index = loader->perm[first + r];
+    int64_t index = worker->perm[first + r];
     void *example[TSR_DATASET_MAX_FIELDS];
     float *current[TSR_DATASET_MAX_FIELDS], *spare[TSR_DATASET_MAX_FIELDS];
     for (int32_t f = 0; f < loader->field_count; ++f) {
-      example[f] = loader->transform_count ? (void *)loader->scratch[0][f]
+      example[f] = loader->transform_count ? (void *)worker->scratch[0][f]
                                            : (void *)(slot->fields[f] +
                                                       (size_t)r * loader->fields[f].example_bytes);
-      current[f] = (float *)(void *)loader->scratch[0][f];
-      spare[f] = (float *)(void *)loader->scratch[1][f];
+      current[f] = (float *)(void *)worker->scratch[0][f];
+      spare[f] = (float *)(void *)worker->scratch[1][f];
     }
+    if (loader->serialize_reads)
+      pthread_mutex_lock(&loader->read_mutex);
     tsr_status status = tsr_dataset_example_read(loader->dataset, index, example);
+    if (loader->serialize_reads)
+      pthread_mutex_unlock(&loader->read_mutex);
     if (status == TSR_OK && loader->transform_count) {
       tsr_transforms_apply(loader->transforms, loader->transform_count, loader->seed, epoch, index,
                            current, spare);
@@ -153,11 +173,15 @@ static void cursor_advance(const tsr_loader *loader, int64_t *epoch, int64_t *po
 
 // --- the producer -----------------------------------------------------------------
 
+// A worker: claims the next batch (the ring's next slot must be free: the
+// queue is bounded by the slot count), fills it without the lock, marks it
+// ready. Batches complete in any order; the caller takes them in order.
 static void *producer_main(void *arg) {
-  tsr_loader *loader = arg;
+  loader_worker *worker = arg;
+  tsr_loader *loader = worker->loader;
   pthread_mutex_lock(&loader->mutex);
   while (!loader->stop) {
-    loader_slot *slot = &loader->slots[loader->fill_seq % LOADER_SLOTS];
+    loader_slot *slot = &loader->slots[loader->fill_seq % (uint64_t)loader->slot_count];
     if (slot->state != SLOT_FREE || loader->error_pending || loader->paused) {
       pthread_cond_wait(&loader->cond, &loader->mutex);
       continue;
@@ -165,18 +189,19 @@ static void *producer_main(void *arg) {
     int64_t epoch = loader->fill_epoch, position = loader->fill_position;
     uint64_t generation = loader->generation;
     slot->state = SLOT_FILLING;
+    ++loader->fill_seq;
+    cursor_advance(loader, &loader->fill_epoch, &loader->fill_position);
     pthread_mutex_unlock(&loader->mutex);
-    tsr_status status = batch_fill(loader, slot, epoch, position);
+    tsr_status status = batch_fill(loader, worker, slot, epoch, position);
     pthread_mutex_lock(&loader->mutex);
     if (generation != loader->generation) {
-      slot->state = SLOT_FREE;  // a seek made this batch stale
+      slot->state = SLOT_FREE;  // a seek or a failure made this batch stale
+      pthread_cond_broadcast(&loader->cond);
       continue;
     }
     slot->state = SLOT_READY;
-    ++loader->fill_seq;
-    cursor_advance(loader, &loader->fill_epoch, &loader->fill_position);
     if (status != TSR_OK)
-      loader->error_pending = 1;
+      loader->error_pending = 1;  // claim nothing more until the caller has seen it
     pthread_cond_broadcast(&loader->cond);
   }
   pthread_mutex_unlock(&loader->mutex);
@@ -189,8 +214,8 @@ static void *producer_main(void *arg) {
 static void producer_reset(tsr_loader *loader, int pause) {
   pthread_mutex_lock(&loader->mutex);
   ++loader->generation;
-  for (int s = 0; s < LOADER_SLOTS; ++s) {
-    // A slot being filled is freed by the producer when it sees the new generation.
+  for (int32_t s = 0; s < loader->slot_count; ++s) {
+    // A slot being filled is freed by its worker when it sees the new generation.
     if (loader->slots[s].state == SLOT_READY || loader->slots[s].state == SLOT_TAKEN) {
       loader->slots[s].state = SLOT_FREE;
     }
@@ -220,6 +245,7 @@ void tsr_loader_options_init(tsr_loader_options *options) {
   options->batch_size = 64;
   options->shuffle = 1;
   options->prefetch = 1;
+  options->workers = 1;
 }
 
 tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
@@ -263,6 +289,18 @@ tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
                          "%s: drop_last with batch_size %lld over %lld examples leaves no batch",
                          what, (long long)o.batch_size, (long long)dataset->count);
   }
+  if (o.workers > 1 && !o.prefetch) {
+    return tsr_error_set(TSR_INVALID_ARGUMENT,
+                         "%s: options->workers is %u and prefetch is 0; workers fill batches in "
+                         "the background, which needs prefetch",
+                         what, o.workers);
+  }
+  int32_t worker_count = !o.prefetch ? 0 : o.workers > 1 ? (int32_t)o.workers : 1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus >= 1 && worker_count > cpus)
+    worker_count = (int32_t)cpus;
+  if (worker_count > LOADER_MAX_WORKERS)
+    worker_count = LOADER_MAX_WORKERS;
   int64_t capacity_rows = o.batch_size < dataset->count ? o.batch_size : dataset->count;
   tsr_loader *loader = calloc(1, sizeof(*loader));
   if (loader == NULL)
@@ -300,22 +338,32 @@ tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
   loader->shuffle = o.shuffle != 0;
   loader->drop_last = o.drop_last != 0;
   loader->prefetch = o.prefetch != 0;
-  loader->perm_epoch = -1;
+  loader->worker_count = worker_count;
+  loader->slot_count = loader->prefetch ? worker_count + 1 : 1;
+  loader->serialize_reads = worker_count > 1 && dataset->kind == TSR_DATASET_CALLBACK;
   // Every buffer is allocated here: drawing a batch allocates no host memory.
-  loader->perm = malloc((size_t)loader->count * sizeof(int64_t));
-  int ok = loader->perm != NULL;
-  int slots = loader->prefetch ? LOADER_SLOTS : 1;
-  for (int s = 0; s < slots && ok; ++s) {
+  int32_t owners = worker_count > 0 ? worker_count : 1;  // the caller fills with workers[0]
+  loader->workers = calloc((size_t)owners, sizeof(*loader->workers));
+  loader->slots = calloc((size_t)loader->slot_count, sizeof(*loader->slots));
+  int ok = loader->workers != NULL && loader->slots != NULL;
+  for (int32_t w = 0; w < owners && ok; ++w) {
+    loader_worker *worker = &loader->workers[w];
+    worker->loader = loader;
+    worker->perm_epoch = -1;
+    worker->perm = malloc((size_t)loader->count * sizeof(int64_t));
+    ok = worker->perm != NULL;
+    for (int32_t f = 0; f < loader->field_count && ok && loader->transform_count; ++f) {
+      for (int k = 0; k < 2 && ok; ++k) {
+        worker->scratch[k][f] = malloc(scratch_bytes[f] > 0 ? scratch_bytes[f] : 1);
+        ok = worker->scratch[k][f] != NULL;
+      }
+    }
+  }
+  for (int32_t s = 0; s < loader->slot_count && ok; ++s) {
     for (int32_t f = 0; f < loader->field_count && ok; ++f) {
       size_t bytes = (size_t)capacity_rows * loader->fields[f].example_bytes;
       loader->slots[s].fields[f] = malloc(bytes > 0 ? bytes : 1);
       ok = loader->slots[s].fields[f] != NULL;
-    }
-  }
-  for (int32_t f = 0; f < loader->field_count && ok && loader->transform_count; ++f) {
-    for (int k = 0; k < 2 && ok; ++k) {
-      loader->scratch[k][f] = malloc(scratch_bytes[f] > 0 ? scratch_bytes[f] : 1);
-      ok = loader->scratch[k][f] != NULL;
     }
   }
   if (!ok) {
@@ -331,14 +379,21 @@ tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
     tsr_loader_destroy(loader);
     return tsr_error_set(TSR_INTERNAL, "%s: pthread_cond_init failed", what);
   }
-  loader->thread_started = -1;  // mutex and cond exist
-  if (loader->prefetch) {
-    int rc = pthread_create(&loader->thread, NULL, producer_main, loader);
+  if (pthread_mutex_init(&loader->read_mutex, NULL) != 0) {
+    pthread_cond_destroy(&loader->cond);
+    pthread_mutex_destroy(&loader->mutex);
+    tsr_loader_destroy(loader);
+    return tsr_error_set(TSR_INTERNAL, "%s: pthread_mutex_init failed", what);
+  }
+  loader->thread_started = -1;  // mutexes and cond exist
+  for (int32_t w = 0; w < worker_count; ++w) {
+    int rc = pthread_create(&loader->workers[w].thread, NULL, producer_main, &loader->workers[w]);
     if (rc != 0) {
-      tsr_loader_destroy(loader);
-      return tsr_error_set(TSR_UNAVAILABLE, "%s: cannot start the prefetch thread (error %d)", what,
-                           rc);
+      tsr_loader_destroy(loader);  // joins the workers already started
+      return tsr_error_set(TSR_UNAVAILABLE, "%s: cannot start loader worker %d of %d (error %d)",
+                           what, w, worker_count, rc);
     }
+    loader->workers[w].started = 1;
     loader->thread_started = 1;
   }
   *out_loader = loader;
@@ -350,22 +405,35 @@ void tsr_loader_destroy(tsr_loader *loader) {
     return;
   if (loader->thread_started != 0) {
     if (loader->thread_started > 0) {
+      // Mid-epoch too: each worker finishes the batch it is filling, sees
+      // |stop| and returns; nothing is handed to the caller any more.
       pthread_mutex_lock(&loader->mutex);
       loader->stop = 1;
       pthread_cond_broadcast(&loader->cond);
       pthread_mutex_unlock(&loader->mutex);
-      pthread_join(loader->thread, NULL);
+      for (int32_t w = 0; w < loader->worker_count; ++w) {
+        if (loader->workers[w].started)
+          pthread_join(loader->workers[w].thread, NULL);
+      }
     }
+    pthread_mutex_destroy(&loader->read_mutex);
     pthread_cond_destroy(&loader->cond);
     pthread_mutex_destroy(&loader->mutex);
   }
-  for (int32_t f = 0; f < TSR_DATASET_MAX_FIELDS; ++f) {
-    for (int s = 0; s < LOADER_SLOTS; ++s) free(loader->slots[s].fields[f]);
-    free(loader->scratch[0][f]);
-    free(loader->scratch[1][f]);
+  for (int32_t s = 0; loader->slots != NULL && s < loader->slot_count; ++s) {
+    for (int32_t f = 0; f < TSR_DATASET_MAX_FIELDS; ++f) free(loader->slots[s].fields[f]);
   }
+  int32_t owners = loader->worker_count > 0 ? loader->worker_count : 1;
+  for (int32_t w = 0; loader->workers != NULL && w < owners; ++w) {
+    for (int32_t f = 0; f < TSR_DATASET_MAX_FIELDS; ++f) {
+      free(loader->workers[w].scratch[0][f]);
+      free(loader->workers[w].scratch[1][f]);
+    }
+    free(loader->workers[w].perm);
+  }
+  free(loader->slots);
+  free(loader->workers);
   tsr_transforms_free(loader->transforms, loader->transform_count);
-  free(loader->perm);
   free(loader);
 }
 
@@ -452,7 +520,8 @@ static tsr_status loader_take(tsr_loader *loader, const char *what, int32_t coun
   }
   if (!loader->prefetch) {
     loader_slot *slot = &loader->slots[0];
-    tsr_status status = batch_fill(loader, slot, loader->epoch, loader->position);
+    tsr_status status = batch_fill(loader, &loader->workers[0], slot, loader->epoch,
+                                   loader->position);
     if (status != TSR_OK)
       return tsr_error_set(status, "%s: %s", what, slot->message);
     TSR_RETURN_IF_ERROR(batch_upload(loader, slot, count, out));
@@ -464,7 +533,7 @@ static tsr_status loader_take(tsr_loader *loader, const char *what, int32_t coun
     loader->paused = 0;
     pthread_cond_broadcast(&loader->cond);
   }
-  loader_slot *slot = &loader->slots[loader->take_seq % LOADER_SLOTS];
+  loader_slot *slot = &loader->slots[loader->take_seq % (uint64_t)loader->slot_count];
   while (slot->state != SLOT_READY) pthread_cond_wait(&loader->cond, &loader->mutex);
   slot->state = SLOT_TAKEN;
   pthread_mutex_unlock(&loader->mutex);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "data_internal.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 
 tsr_transform tsr_transform_random_crop(int32_t field, int64_t height, int64_t width,
                                         int64_t padding) {

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 
 // Distinguishes the temporaries of threads of one process saving to the
 // same path at once.

@@ -13,10 +13,9 @@
 #include <string.h>
 
 #include "checkpoint_meta.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "io_internal.h"
 #include "../optim/optim_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 #define CKPT_OPTIM_PREFIX "optim."
@@ -210,18 +209,19 @@ static tsr_status entry_check(const char *path, const ckpt_item *item, const tsr
     return tsr_error_set(TSR_NOT_FOUND, "checkpoint %s: %s '%s' is missing", path, item->kind,
                          item->name);
   }
-  if (entry->dtype != t->dtype) {
-    const char *want = tsr_st_dtype_name(t->dtype);
+  if (entry->dtype != tsr_tensor_dtype(t)) {
+    const char *want = tsr_st_dtype_name(tsr_tensor_dtype(t));
     return tsr_error_set(
         TSR_INVALID_ARGUMENT, "checkpoint %s: %s '%s' has dtype %s in the file, %s in the model",
         path, item->kind, item->name, tsr_st_dtype_name(entry->dtype), want ? want : "?");
   }
-  int same = entry->rank == t->rank;
-  for (int32_t d = 0; same && d < t->rank; ++d) same = entry->sizes[d] == t->sizes[d];
+  int same = entry->rank == tsr_tensor_rank(t);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(t); ++d)
+    same = entry->sizes[d] == tsr_tensor_sizes(t)[d];
   if (!same) {
     char have[200], want[200];
     sizes_format(have, sizeof(have), entry->rank, entry->sizes);
-    sizes_format(want, sizeof(want), t->rank, t->sizes);
+    sizes_format(want, sizeof(want), tsr_tensor_rank(t), tsr_tensor_sizes(t));
     return tsr_error_set(TSR_INVALID_ARGUMENT,
                          "checkpoint %s: %s '%s' has sizes %s in the file, %s in the model", path,
                          item->kind, item->name, have, want);
@@ -251,7 +251,7 @@ static tsr_tensor *state_param(tsr_module *module, const char *state_name) {
       return NULL;
     memcpy(param, state_name, n - m - 1);
     param[n - m - 1] = '\0';
-    tsr_tensor *t = tsr_module_parameter_find(module, param);
+    tsr_tensor *t = tsr_module_parameter_by_name_get(module, param);
     free(param);
     if (t != NULL)
       return t;
@@ -264,12 +264,13 @@ static tsr_tensor *state_param(tsr_module *module, const char *state_name) {
 // after it found the name, and says TSR_NOT_FOUND before. The refusal's
 // sticky context error is not the caller's, so it is cleared again.
 static int optimizer_has_state(tsr_optimizer *optimizer, const char *name, tsr_tensor *param) {
-  tsr_context *context = tsr_device_context(param->device);
+  tsr_context *context = tsr_device_context_get(tsr_tensor_device(param));
   tsr_status before = tsr_context_status(context);
   const int64_t zero = 0;
   int previous = tsr_scope_suspend();
   tsr_tensor *probe = tsr_tensor_empty(
-      param->device, param->dtype == TSR_FLOAT64 ? TSR_FLOAT32 : TSR_FLOAT64, 1, &zero);
+      tsr_tensor_device(param), tsr_tensor_dtype(param) == TSR_FLOAT64 ? TSR_FLOAT32 : TSR_FLOAT64,
+      1, &zero);
   tsr_scope_resume(previous);
   if (probe == NULL)
     return -1;
@@ -359,7 +360,7 @@ static tsr_status load_prepare(const tsr_safetensors *file, tsr_module *module,
   for (int l = 0; l < 2; ++l) {
     for (int32_t i = 0; i < lists[l]->count; ++i) {
       ckpt_item *item = &lists[l]->items[i];
-      item->loaded = tsr_safetensors_tensor(file, item->file_name, item->tensor->device);
+      item->loaded = tsr_safetensors_tensor(file, item->file_name, tsr_tensor_device(item->tensor));
       if (item->loaded == NULL)
         return tsr_error_status();
     }

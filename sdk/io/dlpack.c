@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "dlpack_layout.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 typedef struct dlpack_export_ctx {
@@ -69,31 +68,27 @@ tsr_status tsr_dlpack_export(tsr_tensor *tensor, DLManagedTensor **out_managed) 
     return tsr_error_set(TSR_INVALID_ARGUMENT, "dlpack_export: %s is NULL",
                          tensor == NULL ? "tensor" : "out_managed");
   }
-  tsr_device *device = tensor->device;
+  tsr_device *device = tsr_tensor_device(tensor);
   tsr_device_props props;
   memset(&props, 0, sizeof(props));
   props.struct_size = sizeof(props);
   TSR_RETURN_IF_ERROR(tsr_device_props_get(device, &props));
-  const tsr_plugin_api *api = device->plugin->api;
-  if (!(props.flags & TSR_DEVICE_HOST_ACCESSIBLE) ||
-      !TSR_ABI_HAS(api, tsr_plugin_api, buffer_host_ptr_get)) {
+  if (!(props.flags & TSR_DEVICE_HOST_ACCESSIBLE) || !tsr_device_host_ptr_supported(device)) {
     return tsr_fail(device, TSR_UNSUPPORTED,
                     "dlpack_export: device %s is not host-accessible; copy the tensor to a CPU "
                     "device first (tsr_tensor_to_device)",
-                    device->name);
+                    tsr_device_name(device));
   }
   DLDataType dtype;
-  if (!dtype_to_dl(tensor->dtype, &dtype)) {
+  if (!dtype_to_dl(tsr_tensor_dtype(tensor), &dtype)) {
     return tsr_fail(device, TSR_INVALID_ARGUMENT, "dlpack_export: tensor has unknown dtype %d",
-                    (int)tensor->dtype);
+                    (int)tsr_tensor_dtype(tensor));
   }
   void *base = NULL;
-  if (tensor->storage != NULL && tensor->storage->buffer != NULL) {
-    tsr_status status = api->buffer_host_ptr_get(tensor->storage->buffer, &base);
-    if (status != TSR_OK) {
-      tsr_error_prefix("dlpack_export: buffer_host_ptr_get");
-      return tsr_fail(device, status, "%s", tsr_error_message());
-    }
+  tsr_status status = tsr_tensor_storage_host_ptr_get(tensor, &base);
+  if (status != TSR_OK) {
+    tsr_error_prefix("dlpack_export: buffer_host_ptr_get");
+    return tsr_fail(device, status, "%s", tsr_error_message());
   }
   // The consumer reads the memory directly, outside every stream: the work
   // writing it must be finished first.
@@ -102,18 +97,18 @@ tsr_status tsr_dlpack_export(tsr_tensor *tensor, DLManagedTensor **out_managed) 
   if (ctx == NULL)
     return tsr_fail(device, TSR_OUT_OF_MEMORY, "dlpack_export: no host memory");
   ctx->tensor = tsr_tensor_retain(tensor);
-  for (int32_t d = 0; d < tensor->rank; ++d) {
-    ctx->shape[d] = tensor->sizes[d];
-    ctx->strides[d] = tensor->strides[d];
+  for (int32_t d = 0; d < tsr_tensor_rank(tensor); ++d) {
+    ctx->shape[d] = tsr_tensor_sizes(tensor)[d];
+    ctx->strides[d] = tsr_tensor_strides(tensor)[d];
   }
   DLTensor *t = &ctx->managed.dl_tensor;
   t->data = base;
   t->device = (DLDevice){kDLCPU, 0};
-  t->ndim = tensor->rank;
+  t->ndim = tsr_tensor_rank(tensor);
   t->dtype = dtype;
   t->shape = ctx->shape;
   t->strides = ctx->strides;
-  t->byte_offset = (uint64_t)tensor->offset * tsr_dtype_size(tensor->dtype);
+  t->byte_offset = (uint64_t)tsr_tensor_offset(tensor) * tsr_dtype_size(tsr_tensor_dtype(tensor));
   ctx->managed.manager_ctx = ctx;
   ctx->managed.deleter = dlpack_export_delete;
   *out_managed = &ctx->managed;

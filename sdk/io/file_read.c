@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 
 tsr_status tsr_io_file_read(const char *what, const char *path, uint8_t **out, size_t *out_size) {
   *out = NULL;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "file_read.h"
 #include "npy_parse.h"
 #include "tessera/tessera.h"

@@ -11,10 +11,9 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "file_read.h"
 #include "io_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 #include "safetensors_parse.h"
 
@@ -126,9 +125,9 @@ static tsr_status save_check(const char *path, int32_t count, const tsr_named_te
                            "%s %s: tensors[%d].name is \"__metadata__\", which the format reserves",
                            what, path, i);
     }
-    if (tsr_st_dtype_name(tensors[i].tensor->dtype) == NULL) {
+    if (tsr_st_dtype_name(tsr_tensor_dtype(tensors[i].tensor)) == NULL) {
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s %s: tensor '%s' has unsupported dtype %d",
-                           what, path, name, (int)tensors[i].tensor->dtype);
+                           what, path, name, (int)tsr_tensor_dtype(tensors[i].tensor));
     }
     for (int32_t j = 0; j < i; ++j) {
       if (strcmp(tensors[j].name, name) == 0) {
@@ -159,7 +158,7 @@ static tsr_status save_check(const char *path, int32_t count, const tsr_named_te
 }
 
 static uint64_t tensor_bytes(const tsr_tensor *t) {
-  return (uint64_t)tsr_tensor_numel(t) * tsr_dtype_size(t->dtype);
+  return (uint64_t)tsr_tensor_numel(t) * tsr_dtype_size(tsr_tensor_dtype(t));
 }
 
 // The JSON header, padded with spaces so that the data starts 8-aligned.
@@ -188,9 +187,9 @@ static tsr_status header_build(const char *path, int32_t count, const tsr_named_
       text_append(&t, ",", 1);
     first = 0;
     text_json_string(&t, tensors[i].name);
-    text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tsr_st_dtype_name(x->dtype));
-    for (int32_t d = 0; d < x->rank; ++d) {
-      text_printf(&t, "%s%lld", d ? "," : "", (long long)x->sizes[d]);
+    text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tsr_st_dtype_name(tsr_tensor_dtype(x)));
+    for (int32_t d = 0; d < tsr_tensor_rank(x); ++d) {
+      text_printf(&t, "%s%lld", d ? "," : "", (long long)tsr_tensor_sizes(x)[d]);
     }
     uint64_t bytes = tensor_bytes(x);
     text_printf(&t, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,

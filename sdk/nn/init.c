@@ -2,9 +2,8 @@
 // the tensor's context RNG.
 #include <math.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "module_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 static int is_float(tsr_dtype_t dtype) {
@@ -15,10 +14,10 @@ static int is_float(tsr_dtype_t dtype) {
 static tsr_status check_tensor(const char *what, const tsr_tensor *tensor) {
   if (tensor == NULL)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: tensor is NULL", what);
-  if (!is_float(tensor->dtype)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  if (!is_float(tsr_tensor_dtype(tensor))) {
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "%s: tensor has dtype %d; initialisers fill float tensors", what,
-                    tensor->dtype);
+                    tsr_tensor_dtype(tensor));
   }
   return TSR_OK;
 }
@@ -27,15 +26,16 @@ static tsr_status check_tensor(const char *what, const tsr_tensor *tensor) {
 // fan_in = in * prod(k) and fan_out = out * prod(k).
 static tsr_status fans(const char *what, const tsr_tensor *tensor, double *out_fan_in,
                        double *out_fan_out) {
-  if (tensor->rank < 2) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+  if (tsr_tensor_rank(tensor) < 2) {
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "%s: fan_in and fan_out need a tensor of rank >= 2, this one has rank %d", what,
-                    tensor->rank);
+                    tsr_tensor_rank(tensor));
   }
   double receptive = 1.0;
-  for (int32_t d = 2; d < tensor->rank; ++d) receptive *= (double)tensor->sizes[d];
-  *out_fan_in = (double)tensor->sizes[1] * receptive;
-  *out_fan_out = (double)tensor->sizes[0] * receptive;
+  for (int32_t d = 2; d < tsr_tensor_rank(tensor); ++d)
+    receptive *= (double)tsr_tensor_sizes(tensor)[d];
+  *out_fan_in = (double)tsr_tensor_sizes(tensor)[1] * receptive;
+  *out_fan_out = (double)tsr_tensor_sizes(tensor)[0] * receptive;
   return TSR_OK;
 }
 
@@ -43,9 +43,9 @@ static tsr_status fans(const char *what, const tsr_tensor *tensor, double *out_f
 // (torch.nn.init runs under no_grad), and the in-place check would refuse it.
 static tsr_status fill(tsr_tensor *tensor, tsr_rng_distribution_t distribution, double a,
                        double b) {
-  if (tensor->rank > 0) {
+  if (tsr_tensor_rank(tensor) > 0) {
     int64_t numel = 1;
-    for (int32_t d = 0; d < tensor->rank; ++d) numel *= tensor->sizes[d];
+    for (int32_t d = 0; d < tsr_tensor_rank(tensor); ++d) numel *= tsr_tensor_sizes(tensor)[d];
     if (numel == 0)
       return TSR_OK;
   }
@@ -75,7 +75,7 @@ double tsr_init_gain(tsr_nonlinearity_t nonlinearity, double param) {
 tsr_status tsr_init_uniform_(tsr_tensor *tensor, double low, double high) {
   TSR_RETURN_IF_ERROR(check_tensor("init_uniform_", tensor));
   if (!(low <= high) || !isfinite(low) || !isfinite(high)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "init_uniform_: the range [%g, %g) is empty or not finite", low, high);
   }
   return fill(tensor, TSR_RNG_UNIFORM, low, high);
@@ -84,7 +84,7 @@ tsr_status tsr_init_uniform_(tsr_tensor *tensor, double low, double high) {
 tsr_status tsr_init_normal_(tsr_tensor *tensor, double mean, double std) {
   TSR_RETURN_IF_ERROR(check_tensor("init_normal_", tensor));
   if (!(std >= 0.0) || !isfinite(std) || !isfinite(mean)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "init_normal_: mean %g and std %g (std must be finite and >= 0)", mean, std);
   }
   return fill(tensor, TSR_RNG_NORMAL, mean, std);
@@ -96,14 +96,14 @@ static tsr_status kaiming_std(const char *what, const tsr_tensor *tensor, double
                               double *out_std) {
   TSR_RETURN_IF_ERROR(check_tensor(what, tensor));
   if (mode != TSR_FAN_IN && mode != TSR_FAN_OUT) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "%s: mode %d is neither TSR_FAN_IN nor TSR_FAN_OUT", what, mode);
   }
   double fan_in = 0.0, fan_out = 0.0;
   TSR_RETURN_IF_ERROR(fans(what, tensor, &fan_in, &fan_out));
   double gain = tsr_init_gain(nonlinearity, a);
   if (isnan(gain)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
                     "%s: nonlinearity %d is not one of TSR_NONLINEARITY_*", what, nonlinearity);
   }
   double fan = mode == TSR_FAN_IN ? fan_in : fan_out;
@@ -130,8 +130,8 @@ static tsr_status xavier_std(const char *what, const tsr_tensor *tensor, double 
                              double *out_std) {
   TSR_RETURN_IF_ERROR(check_tensor(what, tensor));
   if (!(gain >= 0.0) || !isfinite(gain)) {
-    return tsr_fail(tensor->device, TSR_INVALID_ARGUMENT, "%s: gain %g (must be finite and >= 0)",
-                    what, gain);
+    return tsr_fail(tsr_tensor_device(tensor), TSR_INVALID_ARGUMENT,
+                    "%s: gain %g (must be finite and >= 0)", what, gain);
   }
   double fan_in = 0.0, fan_out = 0.0;
   TSR_RETURN_IF_ERROR(fans(what, tensor, &fan_in, &fan_out));

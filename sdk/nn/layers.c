@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "module_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 static int is_float(tsr_dtype_t dtype) {
@@ -30,17 +29,19 @@ static const char *sizes_str(int32_t rank, const int64_t *sizes, char *buf, size
 
 static tsr_tensor *forward_fail(const tsr_module *m, const tsr_tensor *x, const char *detail) {
   char shape[160];
-  tsr_fail(x->device, TSR_INVALID_ARGUMENT, "%s: x %s %s: %s", m->kind,
-           sizes_str(x->rank, x->sizes, shape, sizeof(shape)), tsr_dtype_name(x->dtype), detail);
+  tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT, "%s: x %s %s: %s", m->kind,
+           sizes_str(tsr_tensor_rank(x), tsr_tensor_sizes(x), shape, sizeof(shape)),
+           tsr_dtype_name(tsr_tensor_dtype(x)), detail);
   return NULL;
 }
 
 // Refuses x whose dtype is not the parameters' (no silent promotion, as PyTorch).
 static int dtype_matches(const tsr_module *m, const tsr_tensor *x) {
-  if (m->num_params == 0 || x->dtype == m->params[0].tensor->dtype)
+  if (m->num_params == 0 || tsr_tensor_dtype(x) == tsr_tensor_dtype(m->params[0].tensor))
     return 1;
   char detail[96];
-  snprintf(detail, sizeof(detail), "the parameters are %s", tsr_dtype_name(m->params[0].tensor->dtype));
+  snprintf(detail, sizeof(detail), "the parameters are %s",
+           tsr_dtype_name(tsr_tensor_dtype(m->params[0].tensor)));
   forward_fail(m, x, detail);
   return 0;
 }
@@ -48,7 +49,7 @@ static int dtype_matches(const tsr_module *m, const tsr_tensor *x) {
 // An identity result that is a new handle (so that a scope the caller has
 // open releases it) and keeps x's place on the tape.
 static tsr_tensor *identity(tsr_tensor *x) {
-  return tsr_expand(x, x->rank, x->sizes);
+  return tsr_expand(x, tsr_tensor_rank(x), tsr_tensor_sizes(x));
 }
 
 // --- parameters -------------------------------------------------------------------
@@ -124,7 +125,7 @@ static tsr_status device_check(const char *kind, const tsr_device *device) {
 // Linear with |activation| fused into the matmul (Sequential's Linear+ReLU).
 static tsr_tensor *linear_run(tsr_module *m, tsr_tensor *x, tsr_activation_t activation) {
   int64_t in = m->ints[0];
-  if (x->rank < 1 || x->sizes[x->rank - 1] != in) {
+  if (tsr_tensor_rank(x) < 1 || tsr_tensor_sizes(x)[tsr_tensor_rank(x) - 1] != in) {
     char detail[96];
     snprintf(detail, sizeof(detail), "the last dim must be in_features = %lld", (long long)in);
     return forward_fail(m, x, detail);
@@ -187,7 +188,7 @@ void tsr_conv2d_options_init(tsr_conv2d_options *options) {
 // Conv2d with |activation| fused into the convolution (Sequential's
 // Conv2d+ReLU).
 static tsr_tensor *conv2d_run(tsr_module *m, tsr_tensor *x, tsr_activation_t activation) {
-  if (x->rank != 4 || x->sizes[1] != m->ints[0]) {
+  if (tsr_tensor_rank(x) != 4 || tsr_tensor_sizes(x)[1] != m->ints[0]) {
     char detail[96];
     snprintf(detail, sizeof(detail), "expected [N, %lld, H, W]", (long long)m->ints[0]);
     return forward_fail(m, x, detail);
@@ -275,14 +276,15 @@ tsr_module *tsr_nn_conv2d(tsr_device *device, int64_t in_channels, int64_t out_c
 
 static tsr_tensor *batch_norm_forward(tsr_module *m, tsr_tensor *x) {
   int64_t c = m->ints[0];
-  if (x->rank != 4 || x->sizes[1] != c) {
+  if (tsr_tensor_rank(x) != 4 || tsr_tensor_sizes(x)[1] != c) {
     char detail[96];
     snprintf(detail, sizeof(detail), "expected [N, %lld, H, W]", (long long)c);
     return forward_fail(m, x, detail);
   }
   if (!dtype_matches(m, x))
     return NULL;
-  if (m->training && x->sizes[0] * x->sizes[2] * x->sizes[3] <= 1) {
+  if (m->training &&
+      tsr_tensor_sizes(x)[0] * tsr_tensor_sizes(x)[2] * tsr_tensor_sizes(x)[3] <= 1) {
     return forward_fail(m, x, "training needs more than one value per channel");
   }
   tsr_tensor *y =
@@ -341,8 +343,9 @@ tsr_module *tsr_nn_batch_norm2d(tsr_device *device, int64_t num_features, double
 
 static tsr_tensor *layer_norm_forward(tsr_module *m, tsr_tensor *x) {
   int32_t rank = (int32_t)m->ints[0];
-  int ok = x->rank >= rank;
-  for (int32_t d = 0; ok && d < rank; ++d) ok = x->sizes[x->rank - rank + d] == m->ints[2 + d];
+  int ok = tsr_tensor_rank(x) >= rank;
+  for (int32_t d = 0; ok && d < rank; ++d)
+    ok = tsr_tensor_sizes(x)[tsr_tensor_rank(x) - rank + d] == m->ints[2 + d];
   if (!ok) {
     char shape[160], detail[200];
     snprintf(detail, sizeof(detail), "the last dims must be normalized_shape %s",
@@ -353,7 +356,7 @@ static tsr_tensor *layer_norm_forward(tsr_module *m, tsr_tensor *x) {
     return NULL;
   tsr_tensor *gamma = m->ints[1] ? param(m, 0) : NULL;
   tsr_tensor *beta = m->ints[1] ? param(m, 1) : NULL;
-  return tsr_layer_norm(x, gamma, beta, x->rank - rank, m->reals[0], NULL, NULL);
+  return tsr_layer_norm(x, gamma, beta, tsr_tensor_rank(x) - rank, m->reals[0], NULL, NULL);
 }
 
 static const tsr_module_ops kLayerNormOps = {layer_norm_forward, NULL};
@@ -402,12 +405,14 @@ static tsr_tensor *dropout_forward(tsr_module *m, tsr_tensor *x) {
   double p = m->reals[0];
   if (!m->training || p == 0.0)
     return identity(x);
-  if (!is_float(x->dtype))
+  if (!is_float(tsr_tensor_dtype(x)))
     return forward_fail(m, x, "dropout needs a float dtype");
   // mask = bernoulli(1 - p) / (1 - p): one product on the tape, which keeps
   // the mask for its backward.
-  tsr_tensor *mask = tsr_tensor_empty(x->device, x->dtype, x->rank, x->sizes);
-  tsr_tensor *scale = tsr_tensor_full(x->device, x->dtype, 0, NULL, 1.0 / (1.0 - p));
+  tsr_tensor *mask = tsr_tensor_empty(tsr_tensor_device(x), tsr_tensor_dtype(x), tsr_tensor_rank(x),
+                                      tsr_tensor_sizes(x));
+  tsr_tensor *scale =
+      tsr_tensor_full(tsr_tensor_device(x), tsr_tensor_dtype(x), 0, NULL, 1.0 / (1.0 - p));
   tsr_tensor *y = NULL;
   if (mask != NULL && scale != NULL &&
       tsr_rng_fill_(mask, TSR_RNG_BERNOULLI, 1.0 - p, 0.0) == TSR_OK &&
@@ -435,10 +440,10 @@ tsr_module *tsr_nn_dropout(double p) {
 // --- Embedding: ints = {num_embeddings, dim} ---------------------------------------
 
 static tsr_tensor *embedding_forward(tsr_module *m, tsr_tensor *x) {
-  if (x->dtype != TSR_INT64 && x->dtype != TSR_INT32) {
+  if (tsr_tensor_dtype(x) != TSR_INT64 && tsr_tensor_dtype(x) != TSR_INT32) {
     return forward_fail(m, x, "indices must be int64 or int32");
   }
-  if (x->rank >= TSR_MAX_RANK) {
+  if (tsr_tensor_rank(x) >= TSR_MAX_RANK) {
     return forward_fail(m, x, "indices have no room for the embedding dim");
   }
   int64_t numel = tsr_tensor_numel(x);
@@ -448,9 +453,9 @@ static tsr_tensor *embedding_forward(tsr_module *m, tsr_tensor *x) {
   if (rows == NULL)
     return NULL;
   int64_t sizes[TSR_MAX_RANK];
-  memcpy(sizes, x->sizes, sizeof(int64_t) * (size_t)x->rank);
-  sizes[x->rank] = m->ints[1];
-  tsr_tensor *y = tsr_reshape(rows, x->rank + 1, sizes);
+  memcpy(sizes, tsr_tensor_sizes(x), sizeof(int64_t) * (size_t)tsr_tensor_rank(x));
+  sizes[tsr_tensor_rank(x)] = m->ints[1];
+  tsr_tensor *y = tsr_reshape(rows, tsr_tensor_rank(x) + 1, sizes);
   tsr_tensor_release(rows);
   return y;
 }
@@ -480,7 +485,7 @@ tsr_module *tsr_nn_embedding(tsr_device *device, int64_t num_embeddings, int64_t
 // --- MaxPool2d / AvgPool2d: ints = {k, s, p} ----------------------------------------
 
 static tsr_tensor *pool_forward(tsr_module *m, tsr_tensor *x, tsr_pool_kind_t kind) {
-  if (x->rank != 4)
+  if (tsr_tensor_rank(x) != 4)
     return forward_fail(m, x, "expected [N, C, H, W]");
   tsr_pool2d_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
@@ -536,7 +541,7 @@ tsr_module *tsr_nn_avg_pool2d(int64_t k, int64_t s, int64_t p) {
 // --- activations: ints = {unary fn} or {axis} ----------------------------------------
 
 static tsr_tensor *unary_forward(tsr_module *m, tsr_tensor *x) {
-  if (!is_float(x->dtype))
+  if (!is_float(tsr_tensor_dtype(x)))
     return forward_fail(m, x, "activations need a float dtype");
   return tsr_unary(x, (tsr_unary_fn_t)m->ints[0], 0.0);
 }
@@ -565,8 +570,8 @@ tsr_module *tsr_nn_tanh(void) {
 
 static tsr_tensor *softmax_forward(tsr_module *m, tsr_tensor *x) {
   int32_t axis = (int32_t)m->ints[0];
-  int32_t a = axis < 0 ? axis + x->rank : axis;
-  if (a < 0 || a >= x->rank) {
+  int32_t a = axis < 0 ? axis + tsr_tensor_rank(x) : axis;
+  if (a < 0 || a >= tsr_tensor_rank(x)) {
     char detail[64];
     snprintf(detail, sizeof(detail), "axis %d is out of range", axis);
     return forward_fail(m, x, detail);
@@ -595,11 +600,11 @@ tsr_module *tsr_nn_log_softmax(int32_t axis) {
 // --- Flatten ------------------------------------------------------------------------
 
 static tsr_tensor *flatten_forward(tsr_module *m, tsr_tensor *x) {
-  if (x->rank < 2)
+  if (tsr_tensor_rank(x) < 2)
     return forward_fail(m, x, "expected rank >= 2 ([N, ...])");
   // Explicit sizes rather than -1, which is ambiguous when N is 0.
-  int64_t sizes[2] = {x->sizes[0], 1};
-  for (int32_t d = 1; d < x->rank; ++d) sizes[1] *= x->sizes[d];
+  int64_t sizes[2] = {tsr_tensor_sizes(x)[0], 1};
+  for (int32_t d = 1; d < tsr_tensor_rank(x); ++d) sizes[1] *= tsr_tensor_sizes(x)[d];
   return tsr_reshape(x, 2, sizes);
 }
 

@@ -3,14 +3,13 @@
 #include <math.h>
 
 #include "../autograd_internal.h"
-#include "error.h"
-#include "runtime.h"
+#include "tessera/core_layer.h"
 #include "tessera/tessera.h"
 
 static tsr_status check_reduction(const char *what, const tsr_tensor *t,
                                   tsr_reduction_t reduction) {
   if (reduction < 0 || reduction >= TSR_REDUCTION_COUNT) {
-    return tsr_fail(t->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(t), TSR_INVALID_ARGUMENT,
                     "%s: reduction %d is not one of TSR_REDUCTION_NONE, _MEAN, _SUM", what,
                     reduction);
   }
@@ -27,7 +26,7 @@ tsr_tensor *tsr_nn_cross_entropy(tsr_tensor *logits, tsr_tensor *target, tsr_red
   if (check_reduction("nn_cross_entropy", logits, reduction) != TSR_OK)
     return NULL;
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
-    tsr_fail(logits->device, TSR_INVALID_ARGUMENT,
+    tsr_fail(tsr_tensor_device(logits), TSR_INVALID_ARGUMENT,
              "nn_cross_entropy: label_smoothing %g is outside [0, 1]", label_smoothing);
     return NULL;
   }
@@ -45,7 +44,7 @@ static tsr_status mse_backward(const tsr_ag_node *node, tsr_tensor *dy, tsr_tens
     int64_t n = tsr_tensor_numel(diff);
     scale = n > 0 ? 2.0 / (double)n : NAN;
   }
-  tsr_tensor *s = tsr_tensor_full(diff->device, diff->dtype, 0, NULL, scale);
+  tsr_tensor *s = tsr_tensor_full(tsr_tensor_device(diff), tsr_tensor_dtype(diff), 0, NULL, scale);
   tsr_tensor *ds = s ? tsr_mul(dy, s) : NULL;
   tsr_tensor *dx = ds ? tsr_mul(ds, diff) : NULL;
   tsr_tensor_release(s);
@@ -79,19 +78,20 @@ tsr_tensor *tsr_nn_mse_loss(tsr_tensor *x, tsr_tensor *target, tsr_reduction_t r
   }
   if (check_reduction("nn_mse_loss", x, reduction) != TSR_OK)
     return NULL;
-  if (!is_float(x->dtype) || x->dtype != target->dtype) {
-    tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+  if (!is_float(tsr_tensor_dtype(x)) || tsr_tensor_dtype(x) != tsr_tensor_dtype(target)) {
+    tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
              "nn_mse_loss: x has dtype %d and target %d; both must be the same float dtype",
-             x->dtype, target->dtype);
+             tsr_tensor_dtype(x), tsr_tensor_dtype(target));
     return NULL;
   }
-  int same = x->rank == target->rank;
-  for (int32_t d = 0; same && d < x->rank; ++d) same = x->sizes[d] == target->sizes[d];
+  int same = tsr_tensor_rank(x) == tsr_tensor_rank(target);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(x); ++d)
+    same = tsr_tensor_sizes(x)[d] == tsr_tensor_sizes(target)[d];
   if (!same) {
-    tsr_fail(x->device, TSR_INVALID_ARGUMENT,
+    tsr_fail(tsr_tensor_device(x), TSR_INVALID_ARGUMENT,
              "nn_mse_loss: x (rank %d, %lld elements) and target (rank %d, %lld elements) "
              "differ in shape",
-             x->rank, (long long)tsr_tensor_numel(x), target->rank,
+             tsr_tensor_rank(x), (long long)tsr_tensor_numel(x), tsr_tensor_rank(target),
              (long long)tsr_tensor_numel(target));
     return NULL;
   }

@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "module_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 tsr_module *tsr_module_create(const char *kind, const tsr_module_ops *ops, tsr_device *device) {
@@ -186,9 +185,9 @@ tsr_status tsr_module_parameter_get(const tsr_module *module, int32_t index, con
                    module ? module->num_params : 0, index, out_name, out_tensor);
 }
 
-tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name) {
+tsr_tensor *tsr_module_parameter_by_name_get(const tsr_module *module, const char *name) {
   if (module == NULL || name == NULL) {
-    tsr_error_set(TSR_INVALID_ARGUMENT, "module_parameter_find: %s is NULL",
+    tsr_error_set(TSR_INVALID_ARGUMENT, "module_parameter_by_name_get: %s is NULL",
                   module ? "name" : "module");
     return NULL;
   }
@@ -196,9 +195,14 @@ tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name
     if (strcmp(module->params[i].name, name) == 0)
       return module->params[i].tensor;
   }
-  tsr_error_set(TSR_NOT_FOUND, "module_parameter_find: %s has no parameter '%s'", module->kind,
-                name);
+  tsr_error_set(TSR_NOT_FOUND, "module_parameter_by_name_get: %s has no parameter '%s'",
+                module->kind, name);
   return NULL;
+}
+
+// The name before 0.1's ownership rule in names; removed in 0.2.
+tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name) {
+  return tsr_module_parameter_by_name_get(module, name);
 }
 
 int32_t tsr_module_buffer_count(const tsr_module *module) {

@@ -7,9 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "optim_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 // The gradients of |params| that exist (new references) in |out_grads|,
@@ -53,12 +52,12 @@ static tsr_status total_norm(int32_t n, tsr_tensor **grads, double p, double *ou
   tsr_tensor *stacked = NULL, *total = NULL;
   if (norms == NULL)
     return tsr_error_set(TSR_OUT_OF_MEMORY, "clip_grad_norm: no host memory");
-  tsr_device *device = grads[0]->device;
+  tsr_device *device = tsr_tensor_device(grads[0]);
   for (int32_t i = 0; i < n && status == TSR_OK; ++i) {
     tsr_tensor *norm = tsr_norm(grads[i], p, 0, NULL, 0);
     tsr_tensor *wide = norm ? tsr_cast(norm, TSR_FLOAT64) : NULL;
     tsr_tensor_release(norm);
-    if (wide != NULL && wide->device != device) {
+    if (wide != NULL && tsr_tensor_device(wide) != device) {
       norms[i] = tsr_tensor_to_device(wide, device);
       tsr_tensor_release(wide);
     } else {
@@ -109,7 +108,7 @@ tsr_status tsr_clip_grad_norm(int32_t count, tsr_tensor *const *params, double m
   int scale = coef < 1.0 || isnan(coef);
   for (int32_t i = 0; i < n && status == TSR_OK && scale; ++i) {
     tsr_tensor *g = grads[i];
-    tsr_tensor *c = tsr_tensor_full(g->device, g->dtype, 0, NULL, coef);
+    tsr_tensor *c = tsr_tensor_full(tsr_tensor_device(g), tsr_tensor_dtype(g), 0, NULL, coef);
     status = c ? tsr_binary_out(g, g, c, TSR_BINARY_MUL, 1.0) : tsr_error_status();
     tsr_tensor_release(c);
   }

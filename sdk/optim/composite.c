@@ -7,9 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "optim_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 enum { TEMPS_MAX = 16 };  // centered RMSprop with momentum makes 10
@@ -34,7 +33,7 @@ static void temps_release(temps *tt) {
 
 // A rank-0 tensor of |like|'s device and dtype holding |value|.
 static tsr_tensor *scalar(temps *tt, const tsr_tensor *like, double value) {
-  return keep(tt, tsr_tensor_full(like->device, like->dtype, 0, NULL, value));
+  return keep(tt, tsr_tensor_full(tsr_tensor_device(like), tsr_tensor_dtype(like), 0, NULL, value));
 }
 
 // |out| = |out| * |factor| + |weight| * |x|, in place.

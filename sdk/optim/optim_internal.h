@@ -43,6 +43,7 @@ typedef struct optim_schedule_state {
   double best;  // plateau
   int64_t num_bad_epochs;
   int64_t cooldown_counter;
+  tsr_lr_schedule *schedule;  // the attached schedule, NULL when none
 } optim_schedule_state;
 
 struct tsr_optimizer {
@@ -93,6 +94,9 @@ typedef struct optim_meta {
 tsr_status tsr_optim_meta_parse(const tsr_optimizer *o, const char *group_lrs,
                                 const char *schedule, optim_meta *out);
 void tsr_optim_meta_apply(tsr_optimizer *o, const optim_meta *meta);
+// Sets what the attached schedule derives from its epoch besides the lr (a
+// one-cycle schedule's momentum), after a checkpoint set the epoch.
+void tsr_optim_schedule_sync(tsr_optimizer *optimizer);
 void tsr_optim_meta_free(optim_meta *meta);
 
 #endif  // TESSERA_SDK_OPTIM_INTERNAL_H_

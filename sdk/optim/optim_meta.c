@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "optim_internal.h"
 #include "tessera/tessera.h"
 
@@ -147,9 +147,12 @@ void tsr_optim_meta_apply(tsr_optimizer *o, const optim_meta *meta) {
   if (meta->has_schedule) {
     optim_schedule_state *st = &o->schedule;
     int32_t attached = st->attached;
+    tsr_lr_schedule *schedule = st->schedule;
     *st = meta->schedule;
     st->attached = attached;
+    st->schedule = schedule;
     st->loaded = !attached;  // claimed by the next schedule created
     for (int32_t g = 0; g < o->num_groups; ++g) o->groups[g].base_lr = meta->bases[g];
+    tsr_optim_schedule_sync(o);
   }
 }

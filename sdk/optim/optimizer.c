@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "optim_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 // --- options --------------------------------------------------------------------
@@ -224,27 +223,27 @@ static tsr_status params_check(const char *what, int32_t count, tsr_tensor *cons
     const tsr_tensor *p = params[i];
     if (p == NULL)
       return tsr_error_set(TSR_INVALID_ARGUMENT, "%s: params[%d] is NULL", what, i);
-    if (!is_float(p->dtype)) {
-      return tsr_fail(p->device, TSR_INVALID_ARGUMENT,
+    if (!is_float(tsr_tensor_dtype(p))) {
+      return tsr_fail(tsr_tensor_device(p), TSR_INVALID_ARGUMENT,
                       "%s: params[%d] has dtype %d; parameters must be float", what, i,
-                      (int)p->dtype);
+                      (int)tsr_tensor_dtype(p));
     }
     for (int32_t j = 0; j < i; ++j) {
       // Two handles on one storage would be updated twice per step.
       if (params[j] == p || tsr_tensor_shares_storage(params[j], p)) {
-        return tsr_fail(p->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(p), TSR_INVALID_ARGUMENT,
                         "%s: params[%d] and params[%d] are the same tensor or share storage", what,
                         j, i);
       }
     }
     if (names != NULL) {
       if (names[i] == NULL || names[i][0] == '\0') {
-        return tsr_fail(p->device, TSR_INVALID_ARGUMENT, "%s: names[%d] is %s", what, i,
+        return tsr_fail(tsr_tensor_device(p), TSR_INVALID_ARGUMENT, "%s: names[%d] is %s", what, i,
                         names[i] == NULL ? "NULL" : "empty");
       }
       for (int32_t j = 0; j < i; ++j) {
         if (strcmp(names[j], names[i]) == 0) {
-          return tsr_fail(p->device, TSR_INVALID_ARGUMENT,
+          return tsr_fail(tsr_tensor_device(p), TSR_INVALID_ARGUMENT,
                           "%s: names[%d] and names[%d] are both \"%s\"", what, j, i, names[i]);
         }
       }
@@ -286,7 +285,8 @@ static tsr_optimizer *optimizer_create(const char *what, int32_t kind, int32_t c
     if (o != NULL)
       free(o->slots);
     free(o);
-    tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for the optimizer", what);
+    tsr_fail(tsr_tensor_device(params[0]), TSR_OUT_OF_MEMORY,
+             "%s: no host memory for the optimizer", what);
     return NULL;
   }
   o->kind = kind;
@@ -309,7 +309,8 @@ static tsr_optimizer *optimizer_finish(const char *what, tsr_optimizer *o,
       ok = s->state_names[k] != NULL;
     }
     if (!ok) {
-      tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for the names", what);
+      tsr_fail(tsr_tensor_device(params[0]), TSR_OUT_OF_MEMORY, "%s: no host memory for the names",
+               what);
       tsr_optimizer_destroy(o);
       return NULL;
     }
@@ -507,7 +508,7 @@ tsr_status tsr_optimizer_group_add(tsr_optimizer *optimizer, int32_t count,
     for (int32_t j = 0; j < o->count; ++j) {
       const optim_slot *s = &o->slots[j];
       if (s->param == params[i] || tsr_tensor_shares_storage(s->param, params[i])) {
-        return tsr_fail(params[i]->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(params[i]), TSR_INVALID_ARGUMENT,
                         "%s: params[%d] is already parameter \"%s\" of the optimizer", what, i,
                         s->name);
       }
@@ -515,7 +516,7 @@ tsr_status tsr_optimizer_group_add(tsr_optimizer *optimizer, int32_t count,
       snprintf(index_name, sizeof(index_name), "%d", o->count + i);
       const char *name = names != NULL ? names[i] : index_name;
       if (strcmp(s->name, name) == 0) {
-        return tsr_fail(params[i]->device, TSR_INVALID_ARGUMENT,
+        return tsr_fail(tsr_tensor_device(params[i]), TSR_INVALID_ARGUMENT,
                         "%s: the name \"%s\" of params[%d] is taken", what, name, i);
       }
     }
@@ -526,8 +527,8 @@ tsr_status tsr_optimizer_group_add(tsr_optimizer *optimizer, int32_t count,
   optim_slot *slots =
       groups ? realloc(o->slots, sizeof(*slots) * (size_t)(o->count + count)) : NULL;
   if (slots == NULL) {
-    return tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for %d parameters",
-                    what, count);
+    return tsr_fail(tsr_tensor_device(params[0]), TSR_OUT_OF_MEMORY,
+                    "%s: no host memory for %d parameters", what, count);
   }
   o->slots = slots;
   memset(slots + o->count, 0, sizeof(*slots) * (size_t)count);
@@ -548,8 +549,8 @@ tsr_status tsr_optimizer_group_add(tsr_optimizer *optimizer, int32_t count,
       free(slots[o->count + i].name);
       for (int32_t k = 0; k < OPTIM_MAX_STATES; ++k) free(slots[o->count + i].state_names[k]);
     }
-    return tsr_fail(params[0]->device, TSR_OUT_OF_MEMORY, "%s: no host memory for the names",
-                    what);
+    return tsr_fail(tsr_tensor_device(params[0]), TSR_OUT_OF_MEMORY,
+                    "%s: no host memory for the names", what);
   }
   for (int32_t i = 0; i < count; ++i) {
     slots[o->count + i].param = tsr_tensor_retain(params[i]);
@@ -618,7 +619,7 @@ tsr_status tsr_optimizer_parameter_get(const tsr_optimizer *optimizer, int32_t i
                                             : "out_param");
   }
   if (index < 0 || index >= optimizer->count) {
-    return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(optimizer->slots[0].param), TSR_INVALID_ARGUMENT,
                     "optimizer_parameter_get: index %d is outside [0, %d)", index,
                     optimizer->count);
   }
@@ -633,10 +634,11 @@ tsr_status tsr_optimizer_parameter_get(const tsr_optimizer *optimizer, int32_t i
 tsr_status tsr_optim_state_create(optim_slot *slot, int32_t k, double value) {
   const tsr_tensor *p = slot->param;
   int previous = tsr_scope_suspend();
-  slot->state[k] = tsr_tensor_full(p->device, p->dtype, p->rank, p->sizes, value);
+  slot->state[k] = tsr_tensor_full(tsr_tensor_device(p), tsr_tensor_dtype(p), tsr_tensor_rank(p),
+                                   tsr_tensor_sizes(p), value);
   tsr_scope_resume(previous);
   if (slot->state[k] == NULL) {
-    return tsr_fail(p->device, tsr_error_status(), "optimizer_step: state %s: %s",
+    return tsr_fail(tsr_tensor_device(p), tsr_error_status(), "optimizer_step: state %s: %s",
                     slot->state_names[k], tsr_error_message());
   }
   return TSR_OK;
@@ -648,23 +650,25 @@ tsr_status tsr_optim_state_create(optim_slot *slot, int32_t k, double value) {
 // and aliased by nothing, and costs no element of memory.
 static tsr_tensor *empty_get(tsr_optimizer *o, const tsr_tensor *param) {
   for (int32_t i = 0; i < o->num_empties; ++i) {
-    if (o->empties[i].device == param->device && o->empties[i].dtype == param->dtype) {
+    if (o->empties[i].device == tsr_tensor_device(param) &&
+        o->empties[i].dtype == tsr_tensor_dtype(param)) {
       return o->empties[i].tensor;
     }
   }
   optim_empty *grown = realloc(o->empties, sizeof(*grown) * (size_t)(o->num_empties + 1));
   if (grown == NULL) {
-    tsr_fail(param->device, TSR_OUT_OF_MEMORY, "optimizer_step: no host memory");
+    tsr_fail(tsr_tensor_device(param), TSR_OUT_OF_MEMORY, "optimizer_step: no host memory");
     return NULL;
   }
   o->empties = grown;
   const int64_t zero = 0;
   int previous = tsr_scope_suspend();
-  tsr_tensor *t = tsr_tensor_empty(param->device, param->dtype, 1, &zero);
+  tsr_tensor *t = tsr_tensor_empty(tsr_tensor_device(param), tsr_tensor_dtype(param), 1, &zero);
   tsr_scope_resume(previous);
   if (t == NULL)
     return NULL;
-  o->empties[o->num_empties++] = (optim_empty){param->device, param->dtype, t};
+  o->empties[o->num_empties++] =
+      (optim_empty){tsr_tensor_device(param), tsr_tensor_dtype(param), t};
   return t;
 }
 
@@ -730,8 +734,8 @@ tsr_status tsr_optimizer_step(tsr_optimizer *optimizer) {
     status = slot_update(optimizer, s, grad, step);
     tsr_tensor_release(grad);
     if (status != TSR_OK) {
-      status = tsr_fail(s->param->device, status, "optimizer_step: parameter \"%s\": %s", s->name,
-                        tsr_error_message());
+      status = tsr_fail(tsr_tensor_device(s->param), status, "optimizer_step: parameter \"%s\": %s",
+                        s->name, tsr_error_message());
     }
   }
   tsr_grad_mode_set(grad_mode);
@@ -765,7 +769,7 @@ tsr_status tsr_optimizer_lr_set(tsr_optimizer *optimizer, double lr) {
     return tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_lr_set: optimizer is NULL");
   }
   if (!lr_valid(lr)) {
-    return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(optimizer->slots[0].param), TSR_INVALID_ARGUMENT,
                     "optimizer_lr_set: lr is %g; it must be finite and >= 0", lr);
   }
   for (int32_t g = 0; g < optimizer->num_groups; ++g) optimizer->groups[g].lr = lr;
@@ -785,7 +789,7 @@ tsr_status tsr_optimizer_step_count_set(tsr_optimizer *optimizer, int64_t steps)
     return tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_step_count_set: optimizer is NULL");
   }
   if (steps < 0 || steps == INT64_MAX) {
-    return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
+    return tsr_fail(tsr_tensor_device(optimizer->slots[0].param), TSR_INVALID_ARGUMENT,
                     "optimizer_step_count_set: steps is %lld; it must be >= 0", (long long)steps);
   }
   optimizer->steps = steps;
@@ -830,7 +834,7 @@ tsr_status tsr_optimizer_state_get(const tsr_optimizer *optimizer, int32_t index
       }
     }
   }
-  return tsr_fail(optimizer->slots[0].param->device, TSR_INVALID_ARGUMENT,
+  return tsr_fail(tsr_tensor_device(optimizer->slots[0].param), TSR_INVALID_ARGUMENT,
                   "optimizer_state_get: index %d is outside [0, %d)", index, n);
 }
 
@@ -851,7 +855,7 @@ tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name, t
       }
     }
   }
-  tsr_device *device = optimizer->slots[0].param->device;
+  tsr_device *device = tsr_tensor_device(optimizer->slots[0].param);
   if (s == NULL) {
     static const char *const hints[] = {
         "SGD's states are \"<param>.momentum_buffer\"",
@@ -865,23 +869,26 @@ tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name, t
                                                     : hints[optimizer->kind]);
   }
   const tsr_tensor *p = s->param;
-  device = p->device;
-  if (value->dtype != p->dtype) {
+  device = tsr_tensor_device(p);
+  if (tsr_tensor_dtype(value) != tsr_tensor_dtype(p)) {
     return tsr_fail(device, TSR_INVALID_ARGUMENT,
                     "optimizer_state_set: \"%s\" has dtype %d; the parameter's is %d", name,
-                    (int)value->dtype, (int)p->dtype);
+                    (int)tsr_tensor_dtype(value), (int)tsr_tensor_dtype(p));
   }
-  int same = value->rank == p->rank;
-  for (int32_t d = 0; same && d < p->rank; ++d) same = value->sizes[d] == p->sizes[d];
+  int same = tsr_tensor_rank(value) == tsr_tensor_rank(p);
+  for (int32_t d = 0; same && d < tsr_tensor_rank(p); ++d)
+    same = tsr_tensor_sizes(value)[d] == tsr_tensor_sizes(p)[d];
   if (!same) {
     char have[160] = "", want[160] = "";
-    for (int32_t d = 0; d < value->rank; ++d) {
+    for (int32_t d = 0; d < tsr_tensor_rank(value); ++d) {
       size_t at = strlen(have);
-      snprintf(have + at, sizeof(have) - at, "%s%lld", d ? "," : "", (long long)value->sizes[d]);
+      snprintf(have + at, sizeof(have) - at, "%s%lld", d ? "," : "",
+               (long long)tsr_tensor_sizes(value)[d]);
     }
-    for (int32_t d = 0; d < p->rank; ++d) {
+    for (int32_t d = 0; d < tsr_tensor_rank(p); ++d) {
       size_t at = strlen(want);
-      snprintf(want + at, sizeof(want) - at, "%s%lld", d ? "," : "", (long long)p->sizes[d]);
+      snprintf(want + at, sizeof(want) - at, "%s%lld", d ? "," : "",
+               (long long)tsr_tensor_sizes(p)[d]);
     }
     return tsr_fail(device, TSR_INVALID_ARGUMENT,
                     "optimizer_state_set: \"%s\" has sizes [%s]; the parameter's are [%s]", name,
@@ -892,12 +899,12 @@ tsr_status tsr_optimizer_state_set(tsr_optimizer *optimizer, const char *name, t
   tsr_status status = TSR_OK;
   tsr_tensor *state = s->state[k];
   if (state == NULL) {
-    state = tsr_tensor_empty(device, p->dtype, p->rank, p->sizes);
+    state = tsr_tensor_empty(device, tsr_tensor_dtype(p), tsr_tensor_rank(p), tsr_tensor_sizes(p));
     if (state == NULL)
       status = tsr_error_status();
   }
   tsr_tensor *src = value;
-  if (status == TSR_OK && value->device != device) {
+  if (status == TSR_OK && tsr_tensor_device(value) != device) {
     src = tsr_tensor_to_device(value, device);
     if (src == NULL)
       status = tsr_error_status();

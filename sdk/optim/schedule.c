@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "tessera/core_layer.h"
 #include "optim_internal.h"
-#include "runtime.h"
 #include "tessera/tessera.h"
 
 enum {
@@ -47,6 +46,9 @@ void tsr_one_cycle_options_init(tsr_one_cycle_options *options) {
   options->pct_start = 0.3;
   options->div_factor = 25.0;
   options->final_div_factor = 1e4;
+  options->cycle_momentum = 1;
+  options->base_momentum = 0.85;
+  options->max_momentum = 0.95;
 }
 
 void tsr_plateau_options_init(tsr_plateau_options *options) {
@@ -65,20 +67,71 @@ static double cos_anneal(double start, double end, double pct) {
   return end + (start - end) / 2.0 * (cos(M_PI * pct) + 1.0);
 }
 
-static double one_cycle_lr(const tsr_one_cycle_options *o, int64_t step) {
+// OneCycleLR.get_lr: the lr and, to |out_momentum| when it is not NULL, the
+// momentum of |step| (max -> base while the lr rises, base -> max after).
+static double one_cycle_lr(const tsr_one_cycle_options *o, int64_t step, double *out_momentum) {
   double initial = o->max_lr / o->div_factor;
   double min_lr = initial / o->final_div_factor;
   double ends[2] = {o->pct_start * (double)o->total_steps - 1.0, (double)o->total_steps - 1.0};
   double starts_lr[2] = {initial, o->max_lr}, ends_lr[2] = {o->max_lr, min_lr};
+  double starts_m[2] = {o->max_momentum, o->base_momentum};
+  double ends_m[2] = {o->base_momentum, o->max_momentum};
   double start_step = 0;
-  for (int i = 0; i < 2; ++i) {
-    if ((double)step <= ends[i] || i == 1) {
-      double pct = ((double)step - start_step) / (ends[i] - start_step);
-      return cos_anneal(starts_lr[i], ends_lr[i], pct);
-    }
-    start_step = ends[i];
+  int i = 0;
+  for (; i < 1 && (double)step > ends[i]; ++i) start_step = ends[i];
+  double pct = ((double)step - start_step) / (ends[i] - start_step);
+  if (out_momentum != NULL)
+    *out_momentum = cos_anneal(starts_m[i], ends_m[i], pct);
+  return cos_anneal(starts_lr[i], ends_lr[i], pct);
+}
+
+// The optimizer's momentum a one-cycle schedule cycles, or NULL when it has
+// none: SGD and RMSprop created with momentum > 0, Adam's beta1.
+static double *momentum_field(tsr_optimizer *o) {
+  switch (o->kind) {
+    case OPTIM_SGD:
+      return o->sgd.momentum > 0 ? &o->sgd.momentum : NULL;
+    case OPTIM_RMSPROP:
+      return o->rmsprop.momentum > 0 ? &o->rmsprop.momentum : NULL;
+    case OPTIM_ADAM:
+      return &o->adam.beta1;
+    default:
+      return NULL;
   }
-  return min_lr;
+}
+
+// Sets the cycled momentum of |epoch| (a one-cycle schedule with
+// cycle_momentum on an optimizer that has one; otherwise nothing).
+static void momentum_apply(const tsr_lr_schedule *s, int64_t epoch) {
+  double *field = momentum_field(s->optimizer);
+  if (s->kind != SCHEDULE_ONE_CYCLE || !s->one_cycle.cycle_momentum || field == NULL)
+    return;
+  int64_t e = epoch < s->one_cycle.total_steps ? epoch : s->one_cycle.total_steps;
+  one_cycle_lr(&s->one_cycle, e, field);
+}
+
+void tsr_optim_schedule_sync(tsr_optimizer *optimizer) {
+  const optim_schedule_state *st = &optimizer->schedule;
+  if (st->attached && st->schedule != NULL)
+    momentum_apply(st->schedule, st->epoch);
+}
+
+double tsr_optimizer_momentum(const tsr_optimizer *optimizer) {
+  if (optimizer == NULL) {
+    tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_momentum: optimizer is NULL");
+    return NAN;
+  }
+  switch (optimizer->kind) {
+    case OPTIM_SGD:
+      return optimizer->sgd.momentum;
+    case OPTIM_RMSPROP:
+      return optimizer->rmsprop.momentum;
+    case OPTIM_ADAM:
+      return optimizer->adam.beta1;
+    default:
+      tsr_error_set(TSR_INVALID_ARGUMENT, "optimizer_momentum: Adagrad has no momentum");
+      return NAN;
+  }
 }
 
 static double schedule_lr(const tsr_lr_schedule *s, double base, int64_t epoch) {
@@ -93,7 +146,7 @@ static double schedule_lr(const tsr_lr_schedule *s, double base, int64_t epoch) 
                                            (double)s->total_iters);
     }
     case SCHEDULE_ONE_CYCLE:
-      return one_cycle_lr(&s->one_cycle, epoch);
+      return one_cycle_lr(&s->one_cycle, epoch, NULL);
     default: {
       int64_t e = epoch < s->t_max ? epoch : s->t_max;
       return s->eta_min +
@@ -124,6 +177,7 @@ static tsr_status schedule_apply(tsr_lr_schedule *s, const char *what, int64_t e
     for (int32_t g = 0; g < o->num_groups; ++g)
       o->groups[g].lr = schedule_lr(s, o->groups[g].base_lr, epoch);
   }
+  momentum_apply(s, epoch);
   o->schedule.epoch = epoch;
   return TSR_OK;
 }
@@ -176,9 +230,12 @@ static tsr_lr_schedule *schedule_attach(const char *what, tsr_lr_schedule *s) {
     free(s);
     return NULL;
   }
+  if (st->loaded)
+    momentum_apply(s, st->epoch);  // the lr came with the checkpoint; the momentum is the epoch's
   st->loaded = 0;
   st->attached = 1;
   st->kind = s->kind;
+  st->schedule = s;
   return s;
 }
 
@@ -284,6 +341,10 @@ tsr_lr_schedule *tsr_lr_one_cycle(tsr_optimizer *optimizer, double max_lr, int64
     bad = "options->div_factor", value = o.div_factor;
   else if (!(o.final_div_factor > 0 && isfinite(o.final_div_factor)))
     bad = "options->final_div_factor", value = o.final_div_factor;
+  else if (o.cycle_momentum && !(o.base_momentum >= 0 && o.base_momentum < 1))
+    bad = "options->base_momentum", value = o.base_momentum;
+  else if (o.cycle_momentum && !(o.max_momentum >= 0 && o.max_momentum < 1))
+    bad = "options->max_momentum", value = o.max_momentum;
   // Both phases must last: PyTorch divides by their lengths.
   else if (!(o.pct_start > 0 && o.pct_start < 1 && o.pct_start * (double)total_steps > 1 &&
              o.pct_start * (double)total_steps < (double)total_steps))
@@ -354,6 +415,7 @@ void tsr_lr_schedule_destroy(tsr_lr_schedule *schedule) {
   if (schedule == NULL)
     return;
   schedule->optimizer->schedule.attached = 0;
+  schedule->optimizer->schedule.schedule = NULL;
   free(schedule);
 }
 

@@ -20,3 +20,11 @@ endforeach()
 
 # Datasets of several fields from tensors, and the loader's transforms.
 tsr_sdk_device_test(test_datasets_more SOURCES test_datasets_more.c)
+
+# The loader's worker threads: the same batches for any count, destroy
+# mid-epoch, a failure reaching the caller at its batch.
+tsr_sdk_device_test(test_loader_workers SOURCES test_loader_workers.c)
+# Run by .ci/run's ThreadSanitizer stage too.
+if(TEST test_loader_workers_ref)
+  set_property(TEST test_loader_workers_ref APPEND PROPERTY LABELS concurrency)
+endif()

@@ -310,7 +310,7 @@ static void test_context_queries_refuse_null_and_out_of_range_arguments(void **s
 static void test_device_queries_refuse_null_and_bad_arguments(void **state) {
   (void)state;
   begin();
-  if (tsr_device_context(NULL) != NULL) report("tsr_device_context(NULL) is set");
+  if (tsr_device_context_get(NULL) != NULL) report("tsr_device_context_get(NULL) is set");
   if (tsr_device_name(NULL) != NULL) report("tsr_device_name(NULL) is set");
   if (tsr_device_plugin_name(NULL) != NULL) report("tsr_device_plugin_name(NULL) is set");
   tsr_device_props props;
@@ -393,12 +393,13 @@ static void test_streams_and_events_refuse_null_and_mismatched_arguments(void **
   BAD_STATUS("stream_create", TSR_INVALID_ARGUMENT, tsr_stream_create(NULL, 0, &s));
   BAD_STATUS("stream_create", TSR_INVALID_ARGUMENT, tsr_stream_create(g_ref, 0, NULL));
   tsr_stream_release(NULL);
-  if (tsr_device_default_stream(NULL) != NULL) report("tsr_device_default_stream(NULL) is set");
+  if (tsr_device_default_stream_get(NULL) != NULL)
+    report("tsr_device_default_stream_get(NULL) is set");
   if (tsr_stream_current_get(NULL) != NULL) report("tsr_stream_current_get(NULL) is set");
-  tsr_stream *async_stream = tsr_device_default_stream(g_async);
+  tsr_stream *async_stream = tsr_device_default_stream_get(g_async);
   BAD_STATUS("stream_current_set", TSR_INVALID_ARGUMENT, tsr_stream_current_set(NULL, async_stream));
   BAD_STATUS("stream_current_set", TSR_INVALID_ARGUMENT, tsr_stream_current_set(g_ref, async_stream));
-  if (tsr_stream_current_get(g_ref) != tsr_device_default_stream(g_ref)) {
+  if (tsr_stream_current_get(g_ref) != tsr_device_default_stream_get(g_ref)) {
     report("a refused stream_current_set changed ref's current stream");
   }
   BAD_STATUS("stream_synchronize", TSR_INVALID_ARGUMENT, tsr_stream_synchronize(NULL));
@@ -420,7 +421,7 @@ static void test_streams_and_events_refuse_null_and_mismatched_arguments(void **
   if (tsr_event_create(g_async, 0, &e) == TSR_OK) {
     BAD_STATUS("event_record", TSR_INVALID_ARGUMENT, tsr_event_record(e, NULL));
     BAD_STATUS("event_record", TSR_INVALID_ARGUMENT,
-               tsr_event_record(e, tsr_device_default_stream(g_ref)));
+               tsr_event_record(e, tsr_device_default_stream_get(g_ref)));
     BAD_STATUS("event_elapsed_get", TSR_INVALID_ARGUMENT, tsr_event_elapsed_get(e, e, NULL));
     BAD_STATUS("stream_wait_event", TSR_INVALID_ARGUMENT, tsr_stream_wait_event(NULL, e));
     TS_ASSERT_OK(tsr_event_record(e, async_stream));

@@ -46,7 +46,7 @@ static tsr_tensor *f32(int32_t rank, const int64_t *sizes, const double *values)
 // Overwrites parameter |name| of |m| with |values| (grad mode off: an in-place
 // write to a leaf that requires grad is otherwise refused).
 static void param_set(tsr_module *m, const char *name, const double *values) {
-  tsr_tensor *p = tsr_module_parameter_find(m, name);
+  tsr_tensor *p = tsr_module_parameter_by_name_get(m, name);
   if (p == NULL)
     fail_msg("no parameter %s: %s", name, tsr_last_error());
   tsr_tensor *src = ts_tensor(tsr_tensor_device(p), tsr_tensor_dtype(p), tsr_tensor_rank(p),
@@ -126,16 +126,16 @@ static void test_linear_matches_hand_computation_and_gradients(void **state) {
   TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
   double g[6];
   // d sum(y) / dW[o, i] = sum_n x[n, i]; / db = N; / dx[n, i] = sum_o W[o, i].
-  grad_read(tsr_module_parameter_find(m, "weight"), g, 6);
+  grad_read(tsr_module_parameter_by_name_get(m, "weight"), g, 6);
   ts_expect_values("dweight", TSR_FLOAT32, g, (double[]){3, 1, -1, 3, 1, -1}, NULL, 6, 1e-6, 1e-6);
-  grad_read(tsr_module_parameter_find(m, "bias"), g, 2);
+  grad_read(tsr_module_parameter_by_name_get(m, "bias"), g, 2);
   ts_expect_values("dbias", TSR_FLOAT32, g, (double[]){2, 2}, NULL, 2, 1e-6, 1e-6);
   grad_read(x, g, 6);
   ts_expect_values("dx", TSR_FLOAT32, g, (double[]){5, 7, 9, 5, 7, 9}, NULL, 6, 1e-6, 1e-6);
 
   // zero_grad clears every parameter's gradient.
   tsr_module_zero_grad(m);
-  tsr_tensor *none = tsr_tensor_grad(tsr_module_parameter_find(m, "weight"));
+  tsr_tensor *none = tsr_tensor_grad(tsr_module_parameter_by_name_get(m, "weight"));
   assert_null(none);
 
   // Rank 1 and rank 3 inputs: [in] -> [out], [2, 1, in] -> [2, 1, out].
@@ -191,7 +191,7 @@ static void test_linear_default_init_is_pytorch_bound_and_seeded(void **state) {
   assert_int_equal(tsr_context_seed_set(g_context, 1234), TSR_OK);
   tsr_module *m2 = tsr_nn_linear(g_device, 64, 32, 1);
   TS_ASSERT_TENSOR(m2);
-  assert_int_equal(ts_read(tsr_module_parameter_find(m2, "weight"), wv2, 64 * 32), 64 * 32);
+  assert_int_equal(ts_read(tsr_module_parameter_by_name_get(m2, "weight"), wv2, 64 * 32), 64 * 32);
   assert_memory_equal(wv, wv2, sizeof(wv));
   tsr_module_destroy(m2);
   tsr_module_destroy(m);
@@ -199,7 +199,7 @@ static void test_linear_default_init_is_pytorch_bound_and_seeded(void **state) {
   tsr_module *nb = tsr_nn_linear(g_device, 4, 3, 0);
   TS_ASSERT_TENSOR(nb);
   assert_int_equal(tsr_module_parameter_count(nb), 1);
-  assert_null(tsr_module_parameter_find(nb, "bias"));
+  assert_null(tsr_module_parameter_by_name_get(nb, "bias"));
   tsr_tensor *x = f32(2, (int64_t[]){1, 4}, (double[]){0, 0, 0, 0});
   tsr_tensor *y = tsr_module_forward(nb, x);
   expect_tensor("linear without bias", y, 2, (int64_t[]){1, 3}, (double[]){0, 0, 0}, 0, 0);
@@ -240,9 +240,9 @@ static void test_conv2d_one_channel_3x3_by_hand(void **state) {
   for (int i = 0; i < 16; ++i) ones[i] = 1.0;
   ca.has_bias = 0;
   orc_conv2d(TSR_OP_CONV2D_BACKWARD_FILTER, &ca, xs, xv, ws, dw, xs, ones, NULL, NULL, NULL, NULL);
-  grad_read(tsr_module_parameter_find(m, "weight"), g, 9);
+  grad_read(tsr_module_parameter_by_name_get(m, "weight"), g, 9);
   ts_expect_values("conv2d dweight", TSR_FLOAT32, g, dw, NULL, 9, 1e-5, 1e-5);
-  grad_read(tsr_module_parameter_find(m, "bias"), g, 1);
+  grad_read(tsr_module_parameter_by_name_get(m, "bias"), g, 1);
   ts_expect_values("conv2d dbias", TSR_FLOAT32, g, (double[]){16}, NULL, 1, 1e-6, 1e-6);
   tsr_tensor_release(loss);
   tsr_tensor_release(y);
@@ -252,7 +252,7 @@ static void test_conv2d_one_channel_3x3_by_hand(void **state) {
   o.stride[0] = o.stride[1] = 2;
   tsr_module *m2 = tsr_nn_conv2d(g_device, 1, 2, 3, 3, &o);
   TS_ASSERT_TENSOR(m2);
-  tsr_tensor *w2 = tsr_module_parameter_find(m2, "weight");
+  tsr_tensor *w2 = tsr_module_parameter_by_name_get(m2, "weight");
   assert_int_equal(tsr_tensor_rank(w2), 4);
   assert_int_equal(tsr_tensor_size(w2, 0), 2);
   double wv[18];
@@ -289,7 +289,7 @@ static void test_batch_norm2d_train_updates_running_stats_and_eval_uses_them(voi
   assert_int_equal(tsr_tensor_dtype(buf[2]), TSR_INT64);
   assert_int_equal(tsr_tensor_rank(buf[2]), 0);
   expect_tensor("initial running_var", buf[1], 1, (int64_t[]){2}, (double[]){1, 1}, 0, 0);
-  expect_tensor("weight", tsr_module_parameter_find(m, "weight"), 1, (int64_t[]){2},
+  expect_tensor("weight", tsr_module_parameter_by_name_get(m, "weight"), 1, (int64_t[]){2},
                 (double[]){1, 1}, 0, 0);
 
   // x [N=2, C=2, 1, 2]: channel 0 holds {1, 2, 3, 4}, channel 1 {0, 0, 2, -2}.
@@ -322,9 +322,9 @@ static void test_batch_norm2d_train_updates_running_stats_and_eval_uses_them(voi
     dbias[(i / 2) % 2] += xv[i];
     dweight[(i / 2) % 2] += want[i] * xv[i];
   }
-  grad_read(tsr_module_parameter_find(m, "bias"), g, 2);
+  grad_read(tsr_module_parameter_by_name_get(m, "bias"), g, 2);
   ts_expect_values("batch_norm dbias", TSR_FLOAT32, g, dbias, NULL, 2, 1e-5, 1e-5);
-  grad_read(tsr_module_parameter_find(m, "weight"), g, 2);
+  grad_read(tsr_module_parameter_by_name_get(m, "weight"), g, 2);
   ts_expect_values("batch_norm dweight", TSR_FLOAT32, g, dweight, NULL, 2, 1e-5, 1e-5);
   tsr_tensor_release(loss);
   tsr_tensor_release(yx);
@@ -501,7 +501,7 @@ static void test_embedding_looks_up_rows_of_any_index_shape(void **state) {
   TS_ASSERT_TENSOR(loss);
   TS_ASSERT_OK(tsr_backward(loss, NULL, 0));
   double g[15];
-  grad_read(tsr_module_parameter_find(m, "weight"), g, 15);
+  grad_read(tsr_module_parameter_by_name_get(m, "weight"), g, 15);
   const double uses[5] = {1, 1, 0, 0, 2};
   double gw[15];
   for (int i = 0; i < 15; ++i) gw[i] = uses[i / 3];
@@ -521,7 +521,7 @@ static void test_embedding_looks_up_rows_of_any_index_shape(void **state) {
   tsr_module *big = tsr_nn_embedding(g_device, 100, 100);
   TS_ASSERT_TENSOR(big);
   static double v[10000];
-  assert_int_equal(ts_read(tsr_module_parameter_find(big, "weight"), v, 10000), 10000);
+  assert_int_equal(ts_read(tsr_module_parameter_by_name_get(big, "weight"), v, 10000), 10000);
   double mean = 0, sq = 0;
   for (int i = 0; i < 10000; ++i) mean += v[i] / 10000;
   for (int i = 0; i < 10000; ++i) sq += (v[i] - mean) * (v[i] - mean) / 10000;
@@ -662,7 +662,7 @@ static void test_sequential_names_parameters_as_pytorch_state_dict(void **state)
     tsr_tensor *t = NULL;
     TS_ASSERT_OK(tsr_module_parameter_get(net, i, &name, &t));
     assert_string_equal(name, want_params[i]);
-    assert_ptr_equal(tsr_module_parameter_find(net, name), t);
+    assert_ptr_equal(tsr_module_parameter_by_name_get(net, name), t);
     assert_true(tsr_tensor_requires_grad(t));
   }
   const char *want_buffers[] = {"1.running_mean", "1.running_var", "1.num_batches_tracked"};
@@ -676,7 +676,7 @@ static void test_sequential_names_parameters_as_pytorch_state_dict(void **state)
   assert_int_equal(tsr_module_parameter_get(net, 8, NULL, &t), TSR_INVALID_ARGUMENT);
   assert_null(t);
   assert_int_equal(tsr_module_buffer_get(net, -1, NULL, NULL), TSR_INVALID_ARGUMENT);
-  assert_null(tsr_module_parameter_find(net, "2.weight"));
+  assert_null(tsr_module_parameter_by_name_get(net, "2.weight"));
 
   // A forward through all of it: [2, 1, 4, 4] -> conv [2, 2, 2, 2] -> [2, 8] -> [2, 3].
   double xv[32];
@@ -880,7 +880,7 @@ static void test_modules_and_scopes(void **state) {
   assert_int_equal(tsr_scope_size(), 0);
   // The parameters survived the scope.
   double w[4];
-  assert_int_equal(ts_read(tsr_module_parameter_find(m, "weight"), w, 4), 4);
+  assert_int_equal(ts_read(tsr_module_parameter_by_name_get(m, "weight"), w, 4), 4);
   tsr_module_destroy(d);
   tsr_module_destroy(m);
 }
@@ -1263,13 +1263,39 @@ static void test_bad_input_is_refused_with_the_layer_and_sizes(void **state) {
 
   assert_int_equal(tsr_module_parameter_count(NULL), 0);
   assert_null(tsr_module_kind(NULL));
-  assert_null(tsr_module_parameter_find(NULL, "weight"));
+  assert_null(tsr_module_parameter_by_name_get(NULL, "weight"));
   tsr_module_destroy(NULL);
   tsr_module_train_set(NULL, 1);
   tsr_module_zero_grad(NULL);
   tsr_tensor_release(x);
   tsr_context_error_clear(g_context);
 }
+
+// Names deprecated by the ownership rule in names (docs/sdk.md, "What
+// borrows") answer as their replacements until they go in 0.2.0.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+static void test_deprecated_names_answer_as_their_replacements(void **state) {
+  (void)state;
+  tsr_module *m = tsr_nn_linear(g_device, 3, 2, 1);
+  assert_non_null(m);
+  assert_non_null(tsr_module_parameter_by_name_get(m, "weight"));
+  assert_ptr_equal(tsr_module_parameter_find(m, "weight"),
+                   tsr_module_parameter_by_name_get(m, "weight"));
+  assert_null(tsr_module_parameter_find(m, "gamma"));
+  assert_int_equal(tsr_last_status(), TSR_NOT_FOUND);
+  assert_ptr_equal(tsr_device_context(g_device), g_context);
+  assert_ptr_equal(tsr_device_context_get(g_device), g_context);
+  assert_non_null(tsr_device_default_stream_get(g_device));
+  assert_ptr_equal(tsr_device_default_stream(g_device), tsr_device_default_stream_get(g_device));
+  tsr_module_destroy(m);
+  tsr_last_error_clear();
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 // --- training -----------------------------------------------------------------
 
@@ -1483,6 +1509,8 @@ int main(void) {
       cmocka_unit_test_setup(test_linear_gradcheck_wrt_input, seeded_test_setup),
       cmocka_unit_test_setup(test_cross_entropy_values, seeded_test_setup),
       cmocka_unit_test_setup(test_bad_input_is_refused_with_the_layer_and_sizes, seeded_test_setup),
+      cmocka_unit_test_setup(test_deprecated_names_answer_as_their_replacements,
+                             seeded_test_setup),
       cmocka_unit_test_setup(test_mlp_learns_two_blobs_with_sgd, seeded_test_setup),
       cmocka_unit_test_setup(test_mlp_same_losses_on_ref_and_device, seeded_test_setup),
   };

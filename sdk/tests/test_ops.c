@@ -2024,7 +2024,7 @@ static void test_to_host_waits_for_queued_work_without_an_explicit_synchronize(v
 #if TSR_TEST_ASYNC
   // With every kernel delayed, work must still be pending here; otherwise
   // this test could not tell an ordered read from a lucky one.
-  assert_int_equal(tsr_stream_query(tsr_device_default_stream(g_device)), TSR_NOT_READY);
+  assert_int_equal(tsr_stream_query(tsr_device_default_stream_get(g_device)), TSR_NOT_READY);
 #endif
   double got[4096];
   assert_int_equal(ts_read(neg, got, 4096), 4096);

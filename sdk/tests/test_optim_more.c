@@ -847,6 +847,134 @@ static void test_schedule_state_survives_a_checkpoint_in_either_order(void **sta
   unlink(path);
 }
 
+// OneCycleLR's momentum with cycle_momentum, written from PyTorch in float64:
+// max -> base over the first phase, base -> max over the second.
+static double one_cycle_momentum_ref(double base, double max, int64_t total, double pct,
+                                     int64_t step) {
+  double end0 = pct * (double)total - 1, end1 = (double)total - 1;
+  double start, end, pct_now;
+  if ((double)step <= end0) {
+    start = max, end = base, pct_now = (double)step / end0;
+  } else {
+    start = base, end = max, pct_now = ((double)step - end0) / (end1 - end0);
+  }
+  return end + (start - end) / 2.0 * (cos(M_PI * pct_now) + 1.0);
+}
+
+static void expect_momentum(const char *what, const tsr_optimizer *o, int64_t step, double want) {
+  double got = tsr_optimizer_momentum(o);
+  if (!(fabs(got - want) <= 1e-15 * fabs(want)))
+    fail_msg("%s: momentum at step %lld is %.17g, want %.17g", what, (long long)step, got, want);
+}
+
+static void test_one_cycle_cycles_momentum_and_beta1_inversely_to_the_lr(void **state) {
+  (void)state;
+  tsr_tensor *params[NPARAM];
+  double p0[NELEM] = {0};
+  for (int j = 0; j < NPARAM; ++j) params[j] = leaf(TSR_FLOAT32, j, p0 + kStart[j]);
+  // SGD with momentum, PyTorch's defaults: 0.95 at step 0, 0.85 at the lr's peak.
+  tsr_sgd_options so;
+  tsr_sgd_options_init(&so);
+  so.momentum = 0.9;
+  tsr_optimizer *o = tsr_optim_sgd(NPARAM, params, NULL, &so);
+  TS_ASSERT_TENSOR(o);
+  tsr_one_cycle_options oc;
+  tsr_one_cycle_options_init(&oc);
+  assert_true(oc.cycle_momentum == 1 && oc.base_momentum == 0.85 && oc.max_momentum == 0.95);
+  tsr_lr_schedule *s = tsr_lr_one_cycle(o, 0.5, 20, NULL);
+  TS_ASSERT_TENSOR(s);
+  expect_momentum("sgd one-cycle", o, 0, 0.95);
+  for (int64_t e = 1; e <= 20; ++e) {
+    TS_ASSERT_OK(tsr_lr_schedule_step(s));
+    expect_momentum("sgd one-cycle", o, e, one_cycle_momentum_ref(0.85, 0.95, 20, 0.3, e));
+  }
+  TS_ASSERT_OK(tsr_lr_schedule_epoch_set(s, 5));
+  expect_momentum("sgd one-cycle at the peak", o, 5, 0.85);
+  tsr_lr_schedule_destroy(s);
+  tsr_optimizer_destroy(o);
+  // Adam's beta1, with other bounds and phases; cycle_momentum 0 leaves it alone.
+  o = tsr_optim_adam(NPARAM, params, NULL, NULL);
+  TS_ASSERT_TENSOR(o);
+  oc.pct_start = 0.5;
+  oc.base_momentum = 0.7;
+  oc.max_momentum = 0.9;
+  s = tsr_lr_one_cycle(o, 1.0, 10, &oc);
+  TS_ASSERT_TENSOR(s);
+  for (int64_t e = 0; e <= 10; ++e) {
+    if (e > 0)
+      TS_ASSERT_OK(tsr_lr_schedule_step(s));
+    expect_momentum("adam one-cycle beta1", o, e, one_cycle_momentum_ref(0.7, 0.9, 10, 0.5, e));
+  }
+  tsr_lr_schedule_destroy(s);
+  oc.cycle_momentum = 0;
+  s = tsr_lr_one_cycle(o, 1.0, 10, &oc);
+  TS_ASSERT_TENSOR(s);
+  TS_ASSERT_OK(tsr_lr_schedule_step(s));
+  // Where the last schedule left it (step 10 = total_steps extrapolates, as PyTorch's does).
+  expect_momentum("adam one-cycle without cycle_momentum", o, 1,
+                  one_cycle_momentum_ref(0.7, 0.9, 10, 0.5, 10));
+  tsr_lr_schedule_destroy(s);
+  // Bounds outside [0, 1) are refused when cycling.
+  oc.cycle_momentum = 1;
+  oc.max_momentum = 1.0;
+  expect_null(tsr_lr_one_cycle(o, 1.0, 10, &oc), TSR_INVALID_ARGUMENT, "max_momentum");
+  oc.max_momentum = 0.9;
+  oc.base_momentum = -0.1;
+  expect_null(tsr_lr_one_cycle(o, 1.0, 10, &oc), TSR_INVALID_ARGUMENT, "base_momentum");
+  tsr_optimizer_destroy(o);
+  // Adagrad has no momentum: the lr still cycles.
+  o = tsr_optim_adagrad(NPARAM, params, NULL, NULL);
+  TS_ASSERT_TENSOR(o);
+  s = tsr_lr_one_cycle(o, 0.5, 20, NULL);
+  TS_ASSERT_TENSOR(s);
+  TS_ASSERT_OK(tsr_lr_schedule_step(s));
+  assert_true(isnan(tsr_optimizer_momentum(o)));
+  expect_error(tsr_last_status(), TSR_INVALID_ARGUMENT, "no momentum");
+  tsr_lr_schedule_destroy(s);
+  tsr_optimizer_destroy(o);
+  for (int j = 0; j < NPARAM; ++j) tsr_tensor_release(params[j]);
+}
+
+static void test_one_cycle_momentum_survives_a_checkpoint_in_either_order(void **state) {
+  (void)state;
+  char path[] = "/tmp/tsr_optim_cycle_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  tsr_module *m = tsr_nn_linear(g_device, 3, 2, 1);
+  TS_ASSERT_TENSOR(m);
+  tsr_optimizer *o = tsr_optim_adam_for_module(m, NULL);
+  TS_ASSERT_TENSOR(o);
+  tsr_lr_schedule *s = tsr_lr_one_cycle(o, 0.1, 12, NULL);
+  TS_ASSERT_TENSOR(s);
+  for (int e = 0; e < 5; ++e) TS_ASSERT_OK(tsr_lr_schedule_step(s));
+  TS_ASSERT_OK(tsr_checkpoint_save(path, m, o, 0, NULL, NULL));
+  for (int order = 0; order < 2; ++order) {
+    tsr_module *m2 = tsr_nn_linear(g_device, 3, 2, 1);
+    TS_ASSERT_TENSOR(m2);
+    tsr_optimizer *o2 = tsr_optim_adam_for_module(m2, NULL);
+    TS_ASSERT_TENSOR(o2);
+    tsr_lr_schedule *s2 = NULL;
+    if (order == 0)  // schedule first, then the checkpoint
+      s2 = tsr_lr_one_cycle(o2, 0.1, 12, NULL);
+    TS_ASSERT_OK(tsr_checkpoint_load(path, m2, o2, NULL));
+    if (order == 1)  // the checkpoint first
+      s2 = tsr_lr_one_cycle(o2, 0.1, 12, NULL);
+    TS_ASSERT_TENSOR(s2);
+    expect_momentum(order ? "checkpoint, then schedule" : "schedule, then checkpoint", o2, 5,
+                    one_cycle_momentum_ref(0.85, 0.95, 12, 0.3, 5));
+    TS_ASSERT_OK(tsr_lr_schedule_step(s2));
+    expect_momentum("resumed", o2, 6, one_cycle_momentum_ref(0.85, 0.95, 12, 0.3, 6));
+    tsr_lr_schedule_destroy(s2);
+    tsr_optimizer_destroy(o2);
+    tsr_module_destroy(m2);
+  }
+  tsr_lr_schedule_destroy(s);
+  tsr_optimizer_destroy(o);
+  tsr_module_destroy(m);
+  unlink(path);
+}
+
 // --- bad input ----------------------------------------------------------------------
 
 static void test_bad_options_and_arguments_are_refused(void **state) {
@@ -925,6 +1053,8 @@ int main(void) {
       cmocka_unit_test(test_schedules_follow_pytorch_closed_forms),
       cmocka_unit_test(test_plateau_reduces_the_lr_after_patience),
       cmocka_unit_test(test_schedule_state_survives_a_checkpoint_in_either_order),
+      cmocka_unit_test(test_one_cycle_cycles_momentum_and_beta1_inversely_to_the_lr),
+      cmocka_unit_test(test_one_cycle_momentum_survives_a_checkpoint_in_either_order),
       cmocka_unit_test(test_bad_options_and_arguments_are_refused),
   };
   return cmocka_run_group_tests_name(TSR_TEST_DEVICE, tests, group_setup, group_teardown);

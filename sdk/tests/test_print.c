@@ -344,14 +344,14 @@ static void test_linear_and_conv2d_initialise_as_pytorch_does(void **state) {
   // Linear(400, 500): weight and bias U(-1/sqrt(400), 1/sqrt(400)).
   tsr_module *linear = tsr_nn_linear(g_device, 400, 500, 1);
   assert_non_null(linear);
-  expect_uniform(tsr_module_parameter_find(linear, "weight"), 0.05, "Linear weight");
-  expect_uniform(tsr_module_parameter_find(linear, "bias"), 0.05, "Linear bias");
+  expect_uniform(tsr_module_parameter_by_name_get(linear, "weight"), 0.05, "Linear weight");
+  expect_uniform(tsr_module_parameter_by_name_get(linear, "bias"), 0.05, "Linear bias");
   tsr_module_destroy(linear);
   // Conv2d(16, 512, 5x5): fan_in = 16 * 25 = 400.
   tsr_module *conv = tsr_nn_conv2d(g_device, 16, 512, 5, 5, NULL);
   assert_non_null(conv);
-  expect_uniform(tsr_module_parameter_find(conv, "weight"), 0.05, "Conv2d weight");
-  expect_uniform(tsr_module_parameter_find(conv, "bias"), 0.05, "Conv2d bias");
+  expect_uniform(tsr_module_parameter_by_name_get(conv, "weight"), 0.05, "Conv2d weight");
+  expect_uniform(tsr_module_parameter_by_name_get(conv, "bias"), 0.05, "Conv2d bias");
   tsr_module_destroy(conv);
   // Grouped: fan_in = in / groups * kh * kw = 16 / 4 * 25 = 100.
   tsr_conv2d_options options;
@@ -359,8 +359,8 @@ static void test_linear_and_conv2d_initialise_as_pytorch_does(void **state) {
   options.groups = 4;
   conv = tsr_nn_conv2d(g_device, 16, 512, 5, 5, &options);
   assert_non_null(conv);
-  expect_uniform(tsr_module_parameter_find(conv, "weight"), 0.1, "grouped Conv2d weight");
-  expect_uniform(tsr_module_parameter_find(conv, "bias"), 0.1, "grouped Conv2d bias");
+  expect_uniform(tsr_module_parameter_by_name_get(conv, "weight"), 0.1, "grouped Conv2d weight");
+  expect_uniform(tsr_module_parameter_by_name_get(conv, "bias"), 0.1, "grouped Conv2d bias");
   tsr_module_destroy(conv);
 }
 

@@ -7,6 +7,15 @@
 // Threading: a context may be used from several threads at once. A tensor
 // may be read by several threads; writing it (in-place ops, release of the
 // last reference) needs external synchronisation, as for a C object.
+//
+// Ownership in names: a function whose name ends in _get borrows (the handle
+// it returns, or writes to its out_ parameters, stays owned by its source;
+// never release it); any other function returning a handle (tensor, stream,
+// event, context, module, optimizer, ...) gives the caller a reference to
+// release or destroy. Devices are owned by their context and have no release:
+// every tsr_device * is borrowed. Strings and size arrays (const char *,
+// const int64_t *) are always borrowed; each declaration says how long they
+// last (docs/sdk.md, "What borrows", lists them all).
 #ifndef TESSERA_CORE_H_
 #define TESSERA_CORE_H_
 
@@ -34,6 +43,15 @@ extern "C" {
 #define TSR_MUST_USE __attribute__((warn_unused_result))
 #else
 #define TSR_MUST_USE
+#endif
+
+// On a name kept for one minor version after its function was renamed:
+// using it is a warning that names the replacement (docs/sdk.md, "What
+// borrows").
+#if defined(__GNUC__)
+#define TSR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define TSR_DEPRECATED(msg)
 #endif
 
 #define TSR_VERSION_MAJOR 0
@@ -175,7 +193,8 @@ TSR_API tsr_device *tsr_context_device_find(const tsr_context *context, const ch
 TSR_API tsr_device *tsr_context_default_device(const tsr_context *context);
 TSR_API TSR_MUST_USE tsr_status tsr_context_default_device_set(tsr_context *context, tsr_device *device);
 
-TSR_API tsr_context *tsr_device_context(const tsr_device *device);
+// The context that owns |device| (borrowed: do not destroy it).
+TSR_API tsr_context *tsr_device_context_get(const tsr_device *device);
 // "ref:0". Owned by the device.
 TSR_API const char *tsr_device_name(const tsr_device *device);
 TSR_API const char *tsr_device_plugin_name(const tsr_device *device);
@@ -239,7 +258,9 @@ TSR_API TSR_MUST_USE tsr_status tsr_stream_import(tsr_device *device, void *nati
 // Releases the caller's reference; the stream is destroyed after its work
 // completes. Thread-safe.
 TSR_API void tsr_stream_release(tsr_stream *stream);
-TSR_API tsr_stream *tsr_device_default_stream(tsr_device *device);
+// The default stream of |device|, borrowed: owned by the device, valid until
+// the context is destroyed; do not release it. Thread-safe.
+TSR_API tsr_stream *tsr_device_default_stream_get(tsr_device *device);
 // Makes |stream| the calling thread's current stream for its device; NULL
 // restores the default stream of |device|. Thread-safe (per thread).
 TSR_API TSR_MUST_USE tsr_status tsr_stream_current_set(tsr_device *device, tsr_stream *stream);
@@ -322,6 +343,14 @@ TSR_API TSR_MUST_USE tsr_status tsr_op_engine_get(tsr_op_id_t op, int32_t num_in
                                      tsr_tensor *const *inputs, int32_t num_outputs,
                                      tsr_tensor *const *outputs, const void *attrs,
                                      const char **out_engine);
+
+// ---------------------------------------------------------------------------
+// Old names, kept for one minor version: removed in 0.2.0.
+
+TSR_API TSR_DEPRECATED("use tsr_device_context_get (removed in 0.2)") tsr_context *
+tsr_device_context(const tsr_device *device);
+TSR_API TSR_DEPRECATED("use tsr_device_default_stream_get (removed in 0.2)") tsr_stream *
+tsr_device_default_stream(tsr_device *device);
 
 #ifdef __cplusplus
 }  // extern "C"

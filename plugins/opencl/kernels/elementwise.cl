@@ -27,7 +27,7 @@
 // work-items (PoCL's times against ref's: docs/performance-log.md,
 // "Measurements behind the code's decisions").
 //
-// Arithmetic matches ref (plugins/ref): no contraction into FMAs (ref is
+// Arithmetic matches ref (plugins/cpu): no contraction into FMAs (ref is
 // ISO C, which gcc does not contract), the same expression order, float32
 // math in float32; division and sqrt are correctly rounded where the device
 // allows (the plan adds -cl-fp32-correctly-rounded-divide-sqrt).

@@ -1,15 +1,15 @@
 // LAYER_NORM, BATCH_NORM and their backward ops.
 //
 // Build options: -DTSR_DT=0 (float32, computed in float) or 1 (float64).
-// Operands are seen as ref's groups (plugins/ref/groups.h, norm.h), laid
-// out as G_* (strides in elements, per operand k): a layer-norm group is a
-// row over the normalised axes, a batch-norm group a channel. A work-group
-// owns a group: a tree in local memory gives its mean, then (two passes, as
-// ref) the sum of squared deviations, so results do not depend on anything
-// but the plan. Layer norm's dgamma and dbeta sum over rows, a column
-// reduction: one work-item per normalised element, rows in order. Bound by
-// memory bandwidth (x read three times); the trees cost log2(local)
-// barriers per pass.
+// Operands are seen as ref's groups (plugins/cpu/groups.h; the plans in
+// tsr_cpu/cpu_plan.h), laid out as G_* (strides in elements, per operand
+// k): a layer-norm group is a row over the normalised axes, a batch-norm
+// group a channel. A work-group owns a group: a tree in local memory gives
+// its mean, then (two passes, as ref) the sum of squared deviations, so
+// results do not depend on anything but the plan. Layer norm's dgamma and
+// dbeta sum over rows, a column reduction: one work-item per normalised
+// element, rows in order. Bound by memory bandwidth (x read three times);
+// the trees cost log2(local) barriers per pass.
 
 #if TSR_DT == 0
 #define T float

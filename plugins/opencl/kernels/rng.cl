@@ -1,5 +1,5 @@
 // RNG_FILL: counter-based Philox-4x32-10 as ops.h specifies, bit-identical
-// to plugins/ref/rng.c for UNIFORM and BERNOULLI.
+// to plugins/cpu/rng.c for UNIFORM and BERNOULLI.
 //
 // Build options (ops_elementwise.c):
 //   -DDIST=0|1|2   UNIFORM, NORMAL, BERNOULLI

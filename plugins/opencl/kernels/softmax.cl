@@ -1,7 +1,7 @@
 // SOFTMAX and SOFTMAX_BACKWARD (log and not) over one axis.
 //
 // Build options: -DTSR_DT=0 (float32, computed in float) or 1 (float64).
-// The operands are seen as ref's groups (plugins/ref/groups.h): one group
+// The operands are seen as ref's groups (plugins/cpu/groups.h): one group
 // per index of the dimensions other than the axis, described by a
 // __constant long array laid out as G_* below (strides in elements, per
 // operand k). Two variants: a work-group per group, whose tree reductions

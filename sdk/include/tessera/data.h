@@ -7,7 +7,7 @@
 // of any dtype (images, labels, token sequences), the first dimension of each
 // tensor indexing the examples. A loader draws batches from a dataset in a
 // seeded shuffled order, applies per-example transforms (random crop, flip,
-// normalisation) and prepares the next batch on a background thread while
+// normalisation) and prepares the next batches on worker threads while
 // the current one trains.
 // Its types and TSR_API come from tessera.h, which includes this header at
 // its end; included first, this header lets tessera.h include it whole.
@@ -92,10 +92,10 @@ TSR_API TSR_MUST_USE tsr_status tsr_dataset_field_get(const tsr_dataset *dataset
                                                       const int64_t **out_sizes);
 
 // Per-example transforms of a float32 image field ([C, H, W] or [H, W]),
-// applied by the loader in order, on the thread that fills batches (the
-// prefetch thread when prefetch is on). Random choices come from a stream
+// applied by the loader in order, on the thread that fills a batch (one of
+// the loader's workers when prefetch is on). Random choices come from a stream
 // keyed by (loader seed, epoch, example index): reproducible, with or
-// without prefetch, and after tsr_loader_seek.
+// without prefetch, with any number of workers, and after tsr_loader_seek.
 enum {
   TSR_TRANSFORM_RANDOM_CROP = 1,  // pad |padding| zeros each side, crop height x width
   TSR_TRANSFORM_RANDOM_HFLIP = 2, // reverse W with |probability|
@@ -128,6 +128,15 @@ typedef struct tsr_loader_options {
   // by tsr_loader_create (default none).
   const tsr_transform *transforms;
   uint32_t transform_count;
+  // Added with worker threads: the threads that fill batches when prefetch
+  // is on, each a whole batch, in a ring of workers + 1 batches; the batches
+  // are the same for every count. 0 or 1 (default): one prefetch thread;
+  // above 1 needs prefetch, and is clamped to the online CPUs. The workers
+  // read the dataset and run the transforms only: they never call an op, so
+  // they never enter the core's thread pool; to keep them off the pool's
+  // cores, create the context with num_threads = cores - workers. A callback
+  // dataset's get is still called one call at a time.
+  uint32_t workers;
 } tsr_loader_options;
 TSR_API void tsr_loader_options_init(tsr_loader_options *options);
 
@@ -135,7 +144,9 @@ TSR_API void tsr_loader_options_init(tsr_loader_options *options);
 // batches on |device|. Starts at epoch 0, batch 0. Owned by the caller.
 TSR_API TSR_MUST_USE tsr_status tsr_loader_create(tsr_dataset *dataset, tsr_device *device,
                                      const tsr_loader_options *options, tsr_loader **out_loader);
-// Joins the background thread and frees the loader. NULL is ignored.
+// Stops the workers (each finishes the batch it is filling; none is
+// delivered), joins them and frees the loader, mid-epoch too. NULL is
+// ignored.
 TSR_API void tsr_loader_destroy(tsr_loader *loader);
 // The next batch of the current epoch: features [B, example sizes...] float32
 // and labels [B] int64 (for a two-field dataset from tensors: its two

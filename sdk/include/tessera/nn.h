@@ -93,8 +93,12 @@ TSR_API int tsr_module_training(const tsr_module *module);
 TSR_API int32_t tsr_module_parameter_count(const tsr_module *module);
 TSR_API TSR_MUST_USE tsr_status tsr_module_parameter_get(const tsr_module *module, int32_t index,
                                             const char **out_name, tsr_tensor **out_tensor);
-// The parameter called |name|, or NULL (borrowed, as above).
-TSR_API tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name);
+// The parameter called |name| ("0.weight"), or NULL (TSR_NOT_FOUND when
+// absent). Borrowed, as above: do not release it.
+TSR_API tsr_tensor *tsr_module_parameter_by_name_get(const tsr_module *module, const char *name);
+// The old name of tsr_module_parameter_by_name_get; removed in 0.2.0.
+TSR_API TSR_DEPRECATED("use tsr_module_parameter_by_name_get (removed in 0.2)")
+    tsr_tensor *tsr_module_parameter_find(const tsr_module *module, const char *name);
 // Buffers (running statistics), named and owned as parameters are.
 TSR_API int32_t tsr_module_buffer_count(const tsr_module *module);
 TSR_API TSR_MUST_USE tsr_status tsr_module_buffer_get(const tsr_module *module, int32_t index,

@@ -81,6 +81,22 @@ TSR_API tsr_tensor *tsr_one_hot(tsr_tensor *indices, int64_t num_classes);
 // Thread-safe.
 TSR_API tsr_tensor *tsr_index_select(tsr_tensor *x, int32_t dim, tsr_tensor *index);
 
+// --- sorting (the order is found on the host: a copy to the host and a synchronisation) -------
+
+// Sorts |x| (float or int; bool fails) along |dim| (rank 0: dim 0 or -1), ascending or, when
+// |descending|, descending; stable, NaN last ascending and first descending (torch.sort with
+// stable=True). Values (differentiable, through GATHER) go to |out_values| and int64 indices to
+// |out_indices|, caller's references; either may be NULL, not both. Thread-safe.
+TSR_API TSR_MUST_USE tsr_status tsr_sort(tsr_tensor *x, int32_t dim, int descending,
+                                         tsr_tensor **out_values, tsr_tensor **out_indices);
+// The int64 indices of tsr_sort; caller owns them. Thread-safe.
+TSR_API tsr_tensor *tsr_argsort(tsr_tensor *x, int32_t dim, int descending);
+// The |k| (0 to the size of |dim|) largest elements of |x| along |dim| (the smallest unless
+// |largest|), sorted, with their int64 indices: the first k of tsr_sort(x, dim, largest); outputs
+// as tsr_sort's (caller's references, either may be NULL). Thread-safe.
+TSR_API TSR_MUST_USE tsr_status tsr_topk(tsr_tensor *x, int64_t k, int32_t dim, int largest,
+                                         tsr_tensor **out_values, tsr_tensor **out_indices);
+
 // --- reductions and scans ----------------------------------------------------------
 // |num_dims| 0 reduces every dim; |keepdim| keeps reduced dims as size 1.
 

@@ -188,7 +188,7 @@ TSR_API tsr_lr_schedule *tsr_lr_linear(tsr_optimizer *optimizer, double start_fa
                                        double end_factor, int64_t total_iters);
 
 // OneCycleLR's options past max_lr and total_steps (cosine annealing, two
-// phases; momentum is not cycled).
+// phases; momentum cycled inversely to the lr, as PyTorch's cycle_momentum).
 typedef struct tsr_one_cycle_options {
   size_t struct_size;
   double pct_start;         // default 0.3
@@ -196,6 +196,15 @@ typedef struct tsr_one_cycle_options {
   double final_div_factor;  // default 1e4: final lr = initial lr / final_div_factor
   double max_lr;            // set from tsr_lr_one_cycle's argument
   int64_t total_steps;      // set from tsr_lr_one_cycle's argument
+  // Added with momentum cycling: the momentum (SGD or RMSprop created with
+  // momentum > 0) or Adam's beta1 goes from max_momentum down to
+  // base_momentum while the lr rises, then back up. An optimizer without a
+  // momentum (Adagrad, momentum 0) keeps it unchanged, where PyTorch turns
+  // SGD's on or refuses Adagrad.
+  uint32_t cycle_momentum;  // default 1 (PyTorch's); 0 leaves the momentum alone
+  uint32_t reserved;
+  double base_momentum;     // default 0.85, in [0, 1)
+  double max_momentum;      // default 0.95, in [0, 1)
 } tsr_one_cycle_options;
 TSR_API void tsr_one_cycle_options_init(tsr_one_cycle_options *options);
 // OneCycleLR over |total_steps| steps, the same |max_lr| for every group;
@@ -204,6 +213,10 @@ TSR_API void tsr_one_cycle_options_init(tsr_one_cycle_options *options);
 TSR_API tsr_lr_schedule *tsr_lr_one_cycle(tsr_optimizer *optimizer, double max_lr,
                                           int64_t total_steps,
                                           const tsr_one_cycle_options *options);
+// The momentum a one-cycle schedule cycles: SGD's and RMSprop's momentum,
+// Adam's beta1; NAN with an error for Adagrad or a NULL |optimizer|. Not
+// thread-safe with a step of |optimizer|.
+TSR_API double tsr_optimizer_momentum(const tsr_optimizer *optimizer);
 
 // ReduceLROnPlateau's options.
 typedef struct tsr_plateau_options {
