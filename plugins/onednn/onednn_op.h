@@ -123,6 +123,10 @@ typedef tsr_status (*tsr_onednn_build_fn)(const tsr_op_signature *signature,
 
 tsr_status tsr_onednn_matmul_build(const tsr_op_signature *signature,
                                    const tsr_onednn_build_ctx *ctx, tsr_onednn_op **out_op);
+// MATMUL through dnnl_sgemm (sgemm.c): large plain float32 products only, a
+// candidate of the measured choice (route.c), never a cold default.
+tsr_status tsr_onednn_sgemm_build(const tsr_op_signature *signature,
+                                  const tsr_onednn_build_ctx *ctx, tsr_onednn_op **out_op);
 // CONV2D, CONV2D_BACKWARD_DATA, CONV2D_BACKWARD_FILTER.
 tsr_status tsr_onednn_conv_build(const tsr_op_signature *signature, const tsr_onednn_build_ctx *ctx,
                                  tsr_onednn_op **out_op);

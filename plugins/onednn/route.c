@@ -26,8 +26,10 @@
       return status_;              \
   } while (0)
 
-enum { CANDIDATE_OWN = 0, CANDIDATE_ONEDNN = 1 };
-static const char *const k_names[2] = {"own", "onednn"};
+// The own kernel, the family's oneDNN primitive and, for large plain float32
+// products, dnnl_sgemm (sgemm.c).
+enum { CANDIDATE_OWN = 0, CANDIDATE_ONEDNN = 1, CANDIDATE_SGEMM = 2, CANDIDATE_COUNT = 3 };
+static const char *const k_names[CANDIDATE_COUNT] = {"own", "onednn", "sgemm"};
 
 // --- class keys ------------------------------------------------------------------
 
@@ -191,9 +193,9 @@ typedef struct route_scratch {
   tsr_plugin_buffer *workspace;
   tsr_tensor_desc descs[TSR_MAX_OPERANDS];
   tsr_exec_args own_args;
-  tsr_exec_args op_args;
+  tsr_exec_args op_args[CANDIDATE_COUNT];  // [CANDIDATE_ONEDNN] and on
   tsr_plugin_plan *own;
-  const tsr_onednn_op *op;
+  const tsr_onednn_op *ops[CANDIDATE_COUNT];  // NULL where there is none
 } route_scratch;
 
 // Bytes from element 0 to one past the last element of |d|.
@@ -260,11 +262,17 @@ static tsr_status buffer_make(route_scratch *s, int32_t device, uint64_t bytes,
 // Operands of |signature| in fresh buffers; TSR_UNSUPPORTED where timing
 // them would not show a real call (aliasing operands).
 static tsr_status scratch_init(route_scratch *s, const tsr_op_signature *signature,
-                               tsr_plugin_plan *own, uint64_t own_ws, const tsr_onednn_op *op) {
+                               tsr_plugin_plan *own, uint64_t own_ws,
+                               tsr_onednn_op *const ops[CANDIDATE_COUNT]) {
   memset(s, 0, sizeof(*s));
   s->ref = tsr_onednn_ref_api();
   s->own = own;
-  s->op = op;
+  uint64_t ws = own_ws;
+  for (int32_t i = CANDIDATE_ONEDNN; i < CANDIDATE_COUNT; ++i) {
+    s->ops[i] = ops[i];
+    if (ops[i] != NULL && ops[i]->workspace_bytes > ws)
+      ws = ops[i]->workspace_bytes;
+  }
   const int32_t count = signature->num_inputs + signature->num_outputs;
   if (count > TSR_MAX_OPERANDS)
     return TSR_UNSUPPORTED;
@@ -289,7 +297,6 @@ static tsr_status scratch_init(route_scratch *s, const tsr_op_signature *signatu
     s->descs[i].byte_offset = 0;
     s->descs[i].storage_version = 1;
   }
-  const uint64_t ws = own_ws > op->workspace_bytes ? own_ws : op->workspace_bytes;
   if (ws > 0)
     ROUTE_TRY(buffer_make(s, device, ws, &s->workspace));
   const tsr_exec_args args = {.struct_size = sizeof(args),
@@ -300,9 +307,12 @@ static tsr_status scratch_init(route_scratch *s, const tsr_op_signature *signatu
   s->own_args = args;
   s->own_args.workspace = own_ws > 0 ? s->workspace : NULL;
   s->own_args.workspace_bytes = own_ws;
-  s->op_args = args;
-  s->op_args.workspace = op->workspace_bytes > 0 ? s->workspace : NULL;
-  s->op_args.workspace_bytes = op->workspace_bytes;
+  for (int32_t i = CANDIDATE_ONEDNN; i < CANDIDATE_COUNT; ++i) {
+    const uint64_t bytes = ops[i] != NULL ? ops[i]->workspace_bytes : 0;
+    s->op_args[i] = args;
+    s->op_args[i].workspace = bytes > 0 ? s->workspace : NULL;
+    s->op_args[i].workspace_bytes = bytes;
+  }
   return TSR_OK;
 }
 
@@ -313,13 +323,16 @@ static tsr_status route_run(void *arg, int32_t index) {
     return s->ref->stream_synchronize(s->stream);
   }
   // As tsr_onednn_plan_execute runs an op.
+  const tsr_onednn_op *op = s->ops[index];
+  if (op == NULL)
+    return TSR_UNSUPPORTED;
   char *ptrs[TSR_MAX_OPERANDS];
   char *workspace = NULL;
-  ROUTE_TRY(tsr_onednn_resolve_get()(s->own, &s->op_args, s->stream,
-                                                     s->op->workspace_bytes, ptrs, &workspace));
-  tsr_onednn_exec_ctx ctx = {.ptrs = ptrs, .args = &s->op_args, .workspace = workspace};
+  ROUTE_TRY(tsr_onednn_resolve_get()(s->own, &s->op_args[index], s->stream, op->workspace_bytes,
+                                     ptrs, &workspace));
+  tsr_onednn_exec_ctx ctx = {.ptrs = ptrs, .args = &s->op_args[index], .workspace = workspace};
   ROUTE_TRY(tsr_onednn_thread_stream_get(&ctx.stream));
-  return s->op->execute(s->op, &ctx);
+  return op->execute(op, &ctx);
 }
 
 // --- the choice ------------------------------------------------------------------
@@ -362,15 +375,30 @@ tsr_status tsr_onednn_route_choose(const tsr_op_signature *signature, tsr_onednn
   // test_no_malloc_onednn). Above them the fixed routes are only defaults.
   tsr_onednn_build_ctx any = *ctx;
   any.no_fixed_routes = 1;
+  // dnnl_sgemm, where the product qualifies: a third candidate, never the
+  // default.
+  tsr_onednn_op *sgemm = NULL;
+  if (signature->op == TSR_OP_MATMUL) {
+    status = tsr_onednn_sgemm_build(signature, &any, &sgemm);
+    if (status != TSR_OK && status != TSR_UNSUPPORTED)
+      return status;
+  }
   tsr_onednn_select_class cls = {.host = tsr_onednn_host_get(),
                                  .plugin_key = PLUGIN_KEY,
                                  .class_key = key,
-                                 .count = 2,
+                                 .count = sgemm != NULL ? 3 : 2,
                                  .names = k_names,
                                  .default_index = CANDIDATE_OWN};
   int32_t index = 0;
   tsr_onednn_source_t source = TSR_ONEDNN_SOURCE_NONE;
   if (tsr_onednn_select_lookup(&cls, &index, &source) == TSR_OK) {
+    if (index == CANDIDATE_SGEMM) {
+      *out_op = sgemm;
+      *out_source = source;
+      return TSR_OK;
+    }
+    if (sgemm != NULL)
+      sgemm->destroy(sgemm);
     if (index == CANDIDATE_OWN) {
       *out_source = source;
       return TSR_OK;
@@ -381,41 +409,46 @@ tsr_status tsr_onednn_route_choose(const tsr_op_signature *signature, tsr_onednn
     return status == TSR_UNSUPPORTED ? TSR_OK : status;
   }
   // No decision yet: the cold default first.
-  tsr_onednn_op *def = NULL;
-  status = build(signature, ctx, &def);
+  tsr_onednn_op *ops[CANDIDATE_COUNT] = {NULL, NULL, sgemm};
+  status = build(signature, ctx, &ops[CANDIDATE_ONEDNN]);
   if (status != TSR_OK && status != TSR_UNSUPPORTED)
-    return status;
+    goto done;
+  status = TSR_OK;
   const int deterministic = (ctx->plan_flags & TSR_PLAN_REQUIRE_DETERMINISM) != 0;
+  cls.default_index = ops[CANDIDATE_ONEDNN] != NULL ? CANDIDATE_ONEDNN : CANDIDATE_OWN;
   if (deterministic || mode != TSR_ONEDNN_SELECT_MEASURE || aliased(signature)) {
-    *out_op = def;
+    *out_op = ops[CANDIDATE_ONEDNN];
+    ops[CANDIDATE_ONEDNN] = NULL;
     *out_source = TSR_ONEDNN_SOURCE_DEFAULT;
-    return TSR_OK;
+    goto done;
   }
-  tsr_onednn_op *op = def;
-  cls.default_index = def != NULL ? CANDIDATE_ONEDNN : CANDIDATE_OWN;
-  if (op == NULL) {
-    status = build(signature, &any, &op);
-    if (status == TSR_UNSUPPORTED || (status == TSR_OK && op == NULL))
-      return TSR_OK;  // oneDNN cannot: nothing to choose
+  if (ops[CANDIDATE_ONEDNN] == NULL) {
+    status = build(signature, &any, &ops[CANDIDATE_ONEDNN]);
+    if (status == TSR_UNSUPPORTED || (status == TSR_OK && ops[CANDIDATE_ONEDNN] == NULL)) {
+      status = TSR_OK;  // oneDNN cannot: nothing to choose
+      goto done;
+    }
     if (status != TSR_OK)
-      return status;
+      goto done;
   }
   route_scratch scratch;
-  tsr_status ready = scratch_init(&scratch, signature, own, own_workspace_bytes, op);
+  tsr_status ready = scratch_init(&scratch, signature, own, own_workspace_bytes, ops);
   index = cls.default_index;
   source = TSR_ONEDNN_SOURCE_DEFAULT;
   if (ready == TSR_OK)
     status = tsr_onednn_select_measure(&cls, route_run, &scratch, &index, &source);
   scratch_fini(&scratch);
-  if (status != TSR_OK) {
-    op->destroy(op);
-    return status;
+  if (status == TSR_OK) {
+    if (index != CANDIDATE_OWN) {
+      *out_op = ops[index];
+      ops[index] = NULL;
+    }
+    *out_source = source;
   }
-  if (index == CANDIDATE_OWN) {
-    op->destroy(op);
-    op = NULL;
+done:
+  for (int32_t i = CANDIDATE_ONEDNN; i < CANDIDATE_COUNT; ++i) {
+    if (ops[i] != NULL)
+      ops[i]->destroy(ops[i]);
   }
-  *out_op = op;
-  *out_source = source;
-  return TSR_OK;
+  return status;
 }

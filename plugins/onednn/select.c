@@ -375,7 +375,7 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
   cache_put(cls, chosen, how);
   pthread_mutex_unlock(&g_lock);
   char message[TSR_ENGINE_CACHE_CLASS_KEY_MAX + 256];
-  snprintf(message, sizeof(message), "onednn: '%s' -> %s (%s)", cls->class_key,
+  snprintf(message, sizeof(message), "'%s' -> %s (%s)", cls->class_key,
            cls->names[chosen], how);
   select_log(cls->host, TSR_LOG_DEBUG, message);
   *out_index = chosen;

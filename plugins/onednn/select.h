@@ -28,9 +28,12 @@
 // the first TSR_ONEDNN_SELECT_MIN_ROUNDS rounds.
 #define TSR_ONEDNN_SELECT_BUDGET_S 0.010
 // A class whose default takes longer than this for a run (the second, when
-// the warm-up did) is not timed: its rounds would exceed the budget several
-// times over, and at such sizes fixed per-call costs no longer decide.
-#define TSR_ONEDNN_SELECT_LONG_S 0.005
+// the warm-up did) is not timed: three rounds of every candidate would cost
+// seconds. Below it, a long class gets the first rounds only (the budget is
+// spent by then): a 2048^3 product, three candidates, about 0.8 s once per
+// machine, where the choice between oneDNN's primitive and dnnl_sgemm is
+// worth 15%.
+#define TSR_ONEDNN_SELECT_LONG_S 0.100
 // A difference of medians below this fraction of the default's is a tie.
 #define TSR_ONEDNN_SELECT_TIE 0.03
 // Rounds before the medians may count as separated, and at most.

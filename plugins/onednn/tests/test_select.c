@@ -24,6 +24,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +388,93 @@ static void test_select_never_times_under_determinism_or_without_cache(void **st
   folder_remove(&f);
 }
 
+// dnnl_sgemm, the third candidate of a large plain float32 product: made to
+// win by the delays on the other two, it must give the float64 product for a
+// transposed a, for beta 0 over an output full of NaN (never read), and for
+// alpha 0.5, beta -1.5 (read). Exits 0 when all holds.
+static int child_sgemm_check(void) {
+  enum { N = 512 };  // 512^3 multiply-adds: sgemm.c's floor
+  tsr_context *context = ts_context_create(TSR_TEST_ONEDNN_PATH, "onednn:0");
+  if (context == NULL)
+    return 10;
+  tsr_device *device = tsr_context_default_device(context);
+  static float a[N * N], b[N * N], c0[N * N], got[N * N];
+  for (int i = 0; i < N * N; ++i) {
+    a[i] = (float)(((int64_t)i * 7919 % 1013) - 506) / 512.0f;
+    b[i] = (float)(((int64_t)i * 104729 % 997) - 498) / 499.0f;
+    c0[i] = (float)((i % 13) - 6);
+  }
+  const int64_t sizes[2] = {N, N};
+  tsr_tensor *ta_stored = tsr_tensor_from_host(device, TSR_FLOAT32, 2, sizes, a);
+  tsr_tensor *tb = tsr_tensor_from_host(device, TSR_FLOAT32, 2, sizes, b);
+  // a as used: the transpose of what is stored (column-major).
+  tsr_tensor *ta = ta_stored != NULL ? tsr_transpose(ta_stored, 0, 1) : NULL;
+  if (ta == NULL || tb == NULL)
+    return 11;
+  for (int round = 0; round < 2; ++round) {
+    const double alpha = round == 0 ? 1.0 : 0.5, beta = round == 0 ? 0.0 : -1.5;
+    tsr_tensor *o = tsr_tensor_from_host(device, TSR_FLOAT32, 2, sizes, c0);
+    if (o == NULL || (round == 0 && tsr_fill_(o, NAN) != TSR_OK))
+      return 12;
+    tsr_tensor *inputs[2] = {ta, tb};
+    const tsr_matmul_attrs attrs = {.struct_size = sizeof(attrs), .alpha = alpha, .beta = beta};
+    const char *engine = NULL;
+    if (tsr_op_engine_get(TSR_OP_MATMUL, 2, inputs, 1, &o, &attrs, &engine) != TSR_OK)
+      return 13;
+    fprintf(stderr, "    engine: %s\n", engine);
+    if (strncmp(engine, "onednn:sgemm", 12) != 0)
+      return 14;
+    if (tsr_op_run(TSR_OP_MATMUL, 2, inputs, 1, &o, &attrs) != TSR_OK ||
+        tsr_tensor_to_host(o, got, sizeof(got)) != TSR_OK)
+      return 15;
+    double worst = 0.0;
+    for (int i = 0; i < N; ++i) {
+      for (int j = 0; j < N; ++j) {
+        double want = 0.0, scale = 0.0;
+        for (int k = 0; k < N; ++k) {
+          const double p = (double)a[k * N + i] * (double)b[k * N + j];
+          want += p;
+          scale += p < 0 ? -p : p;
+        }
+        want = alpha * want + (beta != 0.0 ? beta * (double)c0[i * N + j] : 0.0);
+        const double err = fabs((double)got[i * N + j] - want) / (scale + 1.0);
+        if (!(err <= worst))
+          worst = err;  // NaN included
+      }
+    }
+    fprintf(stderr, "    alpha %g beta %g: worst error %.3g of the sum of |products|\n", alpha,
+            beta, worst);
+    if (!(worst < 1e-5))
+      return 16;
+    tsr_tensor_release(o);
+  }
+  tsr_tensor_release(ta);
+  tsr_tensor_release(ta_stored);
+  tsr_tensor_release(tb);
+  tsr_context_destroy(context);
+  return 0;
+}
+
+static void test_sgemm_candidate_matches_float64(void **state) {
+  (void)state;
+  folder f;
+  folder_make(&f);
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    putenv(f.env);
+    putenv((char *)"TSR_ONEDNN_SELECT_TEST_DELAY_US=own=1000000,onednn=1000000");
+    _exit(child_sgemm_check());
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  folder_remove(&f);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 0)
+    fail_msg("sgemm child: exit %d", WEXITSTATUS(status));
+}
+
 int main(void) {
   // The children run the plugin with the test's own settings only.
   unsetenv("TSR_ONEDNN_MIN_ELEMENTS");
@@ -401,6 +489,7 @@ int main(void) {
       cmocka_unit_test_setup(test_select_keeps_the_default_when_a_candidate_fails, unit_setup),
       cmocka_unit_test(test_select_decision_survives_a_restart_and_a_corrupt_file),
       cmocka_unit_test(test_select_never_times_under_determinism_or_without_cache),
+      cmocka_unit_test(test_sgemm_candidate_matches_float64),
   };
   return cmocka_run_group_tests(unit, NULL, NULL);
 }
