@@ -316,7 +316,15 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
   }
   double samples[TSR_ONEDNN_SELECT_MAX_CANDIDATES][TSR_ONEDNN_SELECT_MAX_ROUNDS];
   double medians[TSR_ONEDNN_SELECT_MAX_CANDIDATES] = {0};
-  double spent = 0.0;
+  double spent = 0.0, round_cost = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (alive[i])
+      round_cost += first[i];
+  }
+  const double budget = round_cost > TSR_ONEDNN_SELECT_BUDGET_S / 3
+                            ? TSR_ONEDNN_SELECT_LONG_BUDGET_S
+                            : TSR_ONEDNN_SELECT_BUDGET_S;
+  const int settle = budget == TSR_ONEDNN_SELECT_LONG_BUDGET_S && round_cost < 4 * budget / 10;
   int32_t rounds = 0, best = def, separated = 0;
   while (rounds < TSR_ONEDNN_SELECT_MAX_ROUNDS) {
     // Alternate the order, so neither candidate always runs on caches the
@@ -325,6 +333,14 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
       const int32_t i = rounds % 2 ? n - 1 - k : k;
       if (!alive[i])
         continue;
+      // In a long class, each candidate runs once untimed first: switching
+      // between oneDNN's primitive and dnnl_sgemm costs the first run after
+      // the switch several percent, which a program running one of them
+      // does not pay.
+      if (settle && timed_run(run, arg, i) < 0.0) {
+        alive[i] = 0;
+        continue;
+      }
       const double t = timed_run(run, arg, i);
       if (t < 0.0) {
         alive[i] = 0;
@@ -357,7 +373,7 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
     // The budget ends the rounds only after the first few: fewer say
     // nothing on a busy machine.
     if (separated ||
-        (rounds >= TSR_ONEDNN_SELECT_MIN_ROUNDS && spent >= TSR_ONEDNN_SELECT_BUDGET_S))
+        (rounds >= TSR_ONEDNN_SELECT_MIN_ROUNDS && spent >= budget))
       break;
   }
   if (!alive[def]) {

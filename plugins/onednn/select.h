@@ -27,6 +27,13 @@
 // Timed runs per class, all candidates together, after the warm-ups and
 // the first TSR_ONEDNN_SELECT_MIN_ROUNDS rounds.
 #define TSR_ONEDNN_SELECT_BUDGET_S 0.010
+// Timed runs per class when one round of a class costs more than a third of
+// TSR_ONEDNN_SELECT_BUDGET_S: the rounds of a 1024^3 product (three
+// candidates, 7 ms each) need a dozen to separate a 6% difference on a
+// shared VM, where three rounds picked the slower candidate. While a round
+// costs under 0.4 of this, each timed run of such a class follows an untimed
+// one of the same candidate (select.c says why).
+#define TSR_ONEDNN_SELECT_LONG_BUDGET_S 0.250
 // A class whose default takes longer than this for a run (the second, when
 // the warm-up did) is not timed: three rounds of every candidate would cost
 // seconds. Below it, a long class gets the first rounds only (the budget is
