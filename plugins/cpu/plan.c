@@ -121,19 +121,9 @@ tsr_status tsr_cpu_plan_create(const tsr_op_signature *signature, tsr_plugin_pla
 
 tsr_status tsr_cpu_plan_info_get(const tsr_plugin_plan *plan, tsr_plan_info *out_info) {
   if (plan == NULL) return tsr_cpu_error_set(TSR_INVALID_ARGUMENT, "plan_info_get: plan is NULL");
-  if (out_info == NULL || out_info->struct_size < sizeof(size_t)) {
-    return tsr_cpu_error_set(TSR_INVALID_ARGUMENT,
-                             "plan_info_get: out_info is NULL or its struct_size is too small");
-  }
-  tsr_plan_info info = {
-      .struct_size = out_info->struct_size,
-      .engine = plan->engine,
-      .workspace_bytes = plan->workspace_bytes,
-      .saved_state_bytes = 0,
-      .flags = plan->info_flags,
-  };
-  TSR_KIT_OUT_COPY(out_info, info);
-  return TSR_OK;
+  const tsr_plan_info info = {
+      .engine = plan->engine, .workspace_bytes = plan->workspace_bytes, .flags = plan->info_flags};
+  return tsr_kit_plan_info_answer(tsr_cpu_host_get(), &info, out_info);
 }
 
 tsr_status tsr_cpu_plan_destroy(tsr_plugin_plan *plan) {

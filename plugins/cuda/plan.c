@@ -327,19 +327,9 @@ tsr_status tsr_cuda_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info *
   const tsr_cuda_plan *plan = (const tsr_cuda_plan *)handle;
   if (plan == NULL)
     return host->error_set(host->ctx, TSR_INVALID_ARGUMENT, "plan_info_get: plan is NULL");
-  if (out_info == NULL || out_info->struct_size < sizeof(size_t)) {
-    return host->error_set(host->ctx, TSR_INVALID_ARGUMENT,
-                           "plan_info_get: out_info is NULL or its struct_size is too small");
-  }
-  tsr_plan_info info = {
-      .struct_size = out_info->struct_size,
-      .engine = plan->engine,
-      .workspace_bytes = plan->workspace_bytes,
-      .saved_state_bytes = 0,
-      .flags = plan->info_flags,
-  };
-  TSR_KIT_OUT_COPY(out_info, info);
-  return TSR_OK;
+  const tsr_plan_info info = {
+      .engine = plan->engine, .workspace_bytes = plan->workspace_bytes, .flags = plan->info_flags};
+  return tsr_kit_plan_info_answer(host, &info, out_info);
 }
 
 tsr_status tsr_cuda_plan_destroy(tsr_plugin_plan *handle) {

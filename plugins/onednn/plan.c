@@ -199,19 +199,13 @@ tsr_status tsr_onednn_plan_create(const tsr_op_signature *signature, tsr_plugin_
 
 tsr_status tsr_onednn_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info *out_info) {
   const tsr_onednn_plan *plan = (const tsr_onednn_plan *)handle;
-  if (plan == NULL || out_info == NULL || out_info->struct_size < sizeof(size_t)) {
-    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT,
-                                "plan_info_get: plan or out_info is NULL, or struct_size is 0");
-  }
-  tsr_plan_info info = {
-      .struct_size = out_info->struct_size,
-      .engine = plan->engine,
-      .workspace_bytes = plan->workspace_bytes,
-      .saved_state_bytes = plan->saved_state_bytes,
-      .flags = plan->info_flags,
-  };
-  TSR_KIT_OUT_COPY(out_info, info);
-  return TSR_OK;
+  if (plan == NULL)
+    return tsr_onednn_error_set(TSR_INVALID_ARGUMENT, "plan_info_get: plan is NULL");
+  const tsr_plan_info info = {.engine = plan->engine,
+                              .workspace_bytes = plan->workspace_bytes,
+                              .saved_state_bytes = plan->saved_state_bytes,
+                              .flags = plan->info_flags};
+  return tsr_kit_plan_info_answer(tsr_onednn_host_get(), &info, out_info);
 }
 
 tsr_status tsr_onednn_plan_execute(const tsr_plugin_plan *handle, const tsr_exec_args *args,

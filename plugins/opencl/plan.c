@@ -163,19 +163,9 @@ static tsr_status plan_check(const char *what, const tsr_plugin_plan *handle,
 tsr_status tsr_ocl_plan_info_get(const tsr_plugin_plan *handle, tsr_plan_info *out_info) {
   const tsr_ocl_plan *plan = NULL;
   TSR_OCL_RETURN_IF_ERROR(plan_check("plan_info_get", handle, &plan));
-  if (out_info == NULL || out_info->struct_size < sizeof(size_t)) {
-    return tsr_ocl_error(TSR_INVALID_ARGUMENT,
-                         "plan_info_get: out_info is NULL or its struct_size is too small");
-  }
-  tsr_plan_info info = {
-      .struct_size = out_info->struct_size,
-      .engine = plan->engine,
-      .workspace_bytes = plan->workspace_bytes,
-      .saved_state_bytes = 0,
-      .flags = plan->info_flags,
-  };
-  TSR_KIT_OUT_COPY(out_info, info);
-  return TSR_OK;
+  const tsr_plan_info info = {
+      .engine = plan->engine, .workspace_bytes = plan->workspace_bytes, .flags = plan->info_flags};
+  return tsr_kit_plan_info_answer(tsr_ocl_host(), &info, out_info);
 }
 
 tsr_status tsr_ocl_plan_destroy(tsr_plugin_plan *handle) {

@@ -144,6 +144,36 @@ static void test_out_copy_writes_only_what_the_callers_struct_holds(void **state
   assert_string_equal(tsr_kit_dtype_name(99), "unknown");
 }
 
+// plan_info_get's answer: refused with a message for NULL or a struct_size
+// too small to hold itself; a short caller struct gets only its fields.
+static void test_plan_info_answer_checks_and_clamps(void **state) {
+  (void)state;
+  const tsr_plan_info info = {.struct_size = 999, .engine = "kit-test:x", .workspace_bytes = 64,
+                              .saved_state_bytes = 8, .flags = TSR_PLAN_INFO_DETERMINISTIC};
+  g_message[0] = '\0';
+  assert_int_equal(tsr_kit_plan_info_answer(&g_host, &info, NULL), TSR_INVALID_ARGUMENT);
+  assert_non_null(strstr(g_message, "plan_info_get"));
+  tsr_plan_info tiny;
+  memset(&tiny, 0, sizeof(tiny));
+  tiny.struct_size = sizeof(size_t) - 1;
+  assert_int_equal(tsr_kit_plan_info_answer(&g_host, &info, &tiny), TSR_INVALID_ARGUMENT);
+  tsr_plan_info out;
+  memset(&out, 0x77, sizeof(out));
+  out.struct_size = offsetof(tsr_plan_info, workspace_bytes);  // struct_size and engine only
+  assert_int_equal(tsr_kit_plan_info_answer(&g_host, &info, &out), TSR_OK);
+  assert_int_equal(out.struct_size, offsetof(tsr_plan_info, workspace_bytes));
+  assert_string_equal(out.engine, "kit-test:x");
+  unsigned char untouched;
+  memcpy(&untouched, (unsigned char *)&out + offsetof(tsr_plan_info, workspace_bytes), 1);
+  assert_int_equal(untouched, 0x77);
+  out.struct_size = sizeof(out);
+  assert_int_equal(tsr_kit_plan_info_answer(&g_host, &info, &out), TSR_OK);
+  assert_int_equal(out.struct_size, sizeof(out));
+  assert_int_equal(out.workspace_bytes, 64);
+  assert_int_equal(out.saved_state_bytes, 8);
+  assert_int_equal(out.flags, TSR_PLAN_INFO_DETERMINISTIC);
+}
+
 static void test_selectors_name_function_activation_and_bias(void **state) {
   (void)state;
   int64_t sizes[2] = {2, 3};
@@ -332,6 +362,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_the_entry_check_refuses_what_abi_md_refuses),
       cmocka_unit_test(test_out_copy_writes_only_what_the_callers_struct_holds),
+      cmocka_unit_test(test_plan_info_answer_checks_and_clamps),
       cmocka_unit_test(test_selectors_name_function_activation_and_bias),
       cmocka_unit_test(test_the_catalogue_rules_tell_forbidden_from_unknown),
       cmocka_unit_test(test_declared_ops_are_supported_and_the_rest_refused),

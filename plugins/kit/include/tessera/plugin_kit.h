@@ -79,6 +79,14 @@ void tsr_kit_log(tsr_log_level_t level, const char *format, ...) TSR_ABI_PRINTF(
 void tsr_kit_out_copy(void *out, const void *value, size_t value_size);
 #define TSR_KIT_OUT_COPY(out, value) tsr_kit_out_copy((out), &(value), sizeof(value))
 
+// plan_info_get's answer (docs/abi.md) for a plan the caller has checked:
+// TSR_INVALID_ARGUMENT, with its message through |host|, when |out_info| is
+// NULL or too short to hold its struct_size; else |info|'s fields (its own
+// struct_size ignored) copied as far as out_info's struct_size reaches.
+// Thread-safe.
+tsr_status tsr_kit_plan_info_answer(const tsr_host_api *host, const tsr_plan_info *info,
+                                    tsr_plan_info *out_info);
+
 // "float32", "bool", ...; "unknown" outside the enum. Static storage.
 const char *tsr_kit_dtype_name(tsr_dtype_t dtype);
 
