@@ -41,6 +41,26 @@ tsr_status tsr_cpu_conv_f32_execute(const tsr_cpu_conv_plan *cv, char *const *pt
 tsr_status tsr_cpu_conv_f64_execute(const tsr_cpu_conv_plan *cv, char *const *ptrs,
                                     char *workspace);
 
+// The register tiles of the direct forward and filter-gradient kernels:
+// TILE_ROWS broadcast rows (output positions, or filter rows) by two vectors
+// of VL float32 lanes (output channels), in 2 * TILE_ROWS accumulators. With
+// AVX-512's 32 registers of 16 lanes that is 12 x 32 (24 accumulators, as
+// the GEMM's micro-kernel); with 16 registers of 8 lanes (AVX2 and older),
+// 6 x 16 (12). The layouts in conv.c follow the build's tile, and the sums'
+// order does not depend on it (each lane sums its element's products in the
+// same order), so every build gives the same bits.
+// TSR_CPU_CONV_SPLAT(type, v): a vector of VL copies of |v| (a broadcast
+// load; writing 0 + v instead would be an add, and turn -0.0 into +0.0).
+#if defined(__AVX512F__)
+#define TSR_CPU_CONV_VL 16
+#define TSR_CPU_CONV_TILE_ROWS 12
+#define TSR_CPU_CONV_SPLAT(type, v) ((type){v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v})
+#else
+#define TSR_CPU_CONV_VL 8
+#define TSR_CPU_CONV_TILE_ROWS 6
+#define TSR_CPU_CONV_SPLAT(type, v) ((type){v, v, v, v, v, v, v, v})
+#endif
+
 // The direct filter-gradient kernel for one input channel per group
 // (conv_filter_c1.c): dW[o, 0] = sum over n of dy[n, o] (x) x[n, o / Og], a
 // KH x KW correlation of two planes, with dbias summed beside it when the
@@ -58,8 +78,8 @@ tsr_status tsr_cpu_conv_filter_c1_execute(const tsr_cpu_conv_plan *cv, char *con
 // (c, kh, kw), whose x values are broadcast, by COLS output channels of dy
 // transposed per image. im2col + GEMM writes and re-reads the im2col matrix
 // (KH * KW times x) for every image instead.
-#define TSR_CPU_CONV_FD_ROWS 6
-#define TSR_CPU_CONV_FD_COLS 16
+#define TSR_CPU_CONV_FD_ROWS TSR_CPU_CONV_TILE_ROWS
+#define TSR_CPU_CONV_FD_COLS (2 * TSR_CPU_CONV_VL)
 
 // Runs a plan with filter_direct set, as tsr_cpu_conv_f32_execute does.
 tsr_status tsr_cpu_conv_filter_direct_execute(const tsr_cpu_conv_plan *cv, char *const *ptrs,
@@ -70,8 +90,8 @@ tsr_status tsr_cpu_conv_filter_direct_execute(const tsr_cpu_conv_plan *cv, char 
 // positions, whose x values are broadcast, by COLS output channels of the
 // weights transposed. im2col + GEMM writes and re-reads the im2col matrix
 // (KH * KW times x) for every image instead.
-#define TSR_CPU_CONV_FW_POSITIONS 6
-#define TSR_CPU_CONV_FW_COLS 16
+#define TSR_CPU_CONV_FW_POSITIONS TSR_CPU_CONV_TILE_ROWS
+#define TSR_CPU_CONV_FW_COLS (2 * TSR_CPU_CONV_VL)
 
 // The direct forward kernel for one input channel per group
 // (conv_fwd_c1.c): each output plane is KH * KW FMAs per position over the

@@ -6,10 +6,11 @@
 //                          x[n, c, oh * s0 + kh * d0 - p0, ow * s1 + kw * d1 - p1].
 // Per step (the positions of up to fd_batch images, 242 for the CNN's second
 // layer), the item's output channels of dy are transposed into dyT
-// [positions][channels] in the slot, then register tiles of 6 rows
-// (c, kh, kw) by 16 output channels (12 vector accumulators) run over the
-// step's positions: per position, two dyT vectors from L1 and six broadcasts
-// of x feed 12 FMAs. Each row reads x at a fixed offset from the position's
+// [positions][channels] in the slot, then register tiles of ROWS rows
+// (c, kh, kw) by COLS output channels (conv.h: 6 x 16 in 12 vector
+// accumulators with AVX2, 12 x 32 in 24 with AVX-512) run over the step's
+// positions: per position, two dyT vectors from L1 and ROWS broadcasts of x
+// feed 2 * ROWS FMAs. Each row reads x at a fixed offset from the position's
 // base (a table per step), so no im2col matrix is built; with padding, x
 // goes through zero-padded copies of the images in the slot first. What
 // limits it is FMA throughput: on the CNN's second layer one thread runs as
@@ -55,75 +56,84 @@ typedef struct fd_tile_args {
   int64_t pitch, sums_pitch;
 } fd_tile_args;
 
+#define VL TSR_CPU_CONV_VL
+
 #if defined(__GNUC__)
-typedef float fd_f8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float fd_vec __attribute__((vector_size(VL * sizeof(float))));
 typedef float fd_f4 __attribute__((vector_size(4 * sizeof(float))));
 typedef double fd_d4 __attribute__((vector_size(4 * sizeof(double))));
 
-// Unaligned loads and stores through pointers: a function returning a
-// 32-byte vector changes the ABI without AVX, which -Wpsabi rejects.
-static inline void fd_f8_load(fd_f8 *v, const float *p) { memcpy(v, p, sizeof(*v)); }
+// Unaligned loads through pointers: a function returning a 32- or 64-byte
+// vector changes the ABI without AVX, which -Wpsabi rejects.
+static inline void fd_vec_load(fd_vec *v, const float *p) { memcpy(v, p, sizeof(*v)); }
 
-// Adds the 8 float32 lanes of |v| to the float64 sums at |s|.
-static TSR_CPU_FD_INLINE void fd_sums_add(double *restrict s, const fd_f8 *v) {
-  fd_f4 lo, hi;
-  memcpy(&lo, v, sizeof(lo));
-  memcpy(&hi, (const float *)v + 4, sizeof(hi));
-  fd_d4 a, b;
-  memcpy(&a, s, sizeof(a));
-  memcpy(&b, s + 4, sizeof(b));
-  a += __builtin_convertvector(lo, fd_d4);
-  b += __builtin_convertvector(hi, fd_d4);
-  memcpy(s, &a, sizeof(a));
-  memcpy(s + 4, &b, sizeof(b));
+// Adds the VL float32 lanes of |v| to the float64 sums at |s|.
+static TSR_CPU_FD_INLINE void fd_sums_add(double *restrict s, const fd_vec *v) {
+#pragma GCC unroll 4
+  for (int h = 0; h < VL; h += 4) {
+    fd_f4 f;
+    fd_d4 d;
+    memcpy(&f, (const float *)v + h, sizeof(f));
+    memcpy(&d, s + h, sizeof(d));
+    d += __builtin_convertvector(f, fd_d4);
+    memcpy(s + h, &d, sizeof(d));
+  }
 }
 
 // One register tile: |mr| rows, whose x values sit at |roff| from each
-// position's base in |img|, by |nv| vectors of 8 output channels at |dyt|;
-// the float32 sums over the tile's positions are added to |sums|. |mr| and
-// |nv| are constants in every instance below, so the accumulators live in
-// registers (12 of AVX2's 16 for 6 x 2).
+// position's base in |img|, by |nv| vectors of VL output channels at |dyt|;
+// the float32 sums over the tile's positions are added to |sums|. With
+// |taps3|, the rows come in threes of one (c, kh) whose x values are
+// adjacent (kw 0, 1, 2 over a unit column stride), read at fixed distances
+// from one pointer per three: twelve row pointers do not fit x86-64's
+// sixteen general registers beside the loop's own, and reloading them from
+// the stack cost the AVX-512 tile a fifth of its speed. |mr|, |nv| and
+// |taps3| are constants in every instance below, so the accumulators live
+// in registers (2 * ROWS of them: conv.h).
 static TSR_CPU_FD_INLINE void fd_tile(const fd_tile_args *a, const float *restrict img,
                                       const int64_t *restrict roff, const float *restrict dyt,
-                                      double *restrict sums, const int mr, const int nv) {
-  fd_f8 acc[ROWS][2];
+                                      double *restrict sums, const int mr, const int nv,
+                                      const int taps3) {
+  fd_vec acc[ROWS][2];
   const float *xr[ROWS];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
   for (int i = 0; i < mr; ++i) {
-    acc[i][0] = (fd_f8){0};
-    acc[i][1] = (fd_f8){0};
-    xr[i] = img + roff[i];
+    acc[i][0] = (fd_vec){0};
+    acc[i][1] = (fd_vec){0};
+    xr[i] = img + roff[taps3 ? i - i % 3 : i];
   }
   const int64_t *restrict steps = a->steps;
   const int64_t count = a->count, pitch = a->pitch;
   const float *d = dyt;
   for (int64_t k = 0; k < count; ++k) {
-    fd_f8 d0, d1 = {0};
-    fd_f8_load(&d0, d);
-    if (nv > 1) fd_f8_load(&d1, d + 8);
+    fd_vec d0, d1 = {0};
+    fd_vec_load(&d0, d);
+    if (nv > 1) fd_vec_load(&d1, d + VL);
     const int64_t at = steps[k];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (int i = 0; i < mr; ++i) {
-      const float v = xr[i][at];
-      const fd_f8 b = {v, v, v, v, v, v, v, v};
+      const float v = taps3 ? xr[i - i % 3][at + i % 3] : xr[i][at];
+      const fd_vec b = TSR_CPU_CONV_SPLAT(fd_vec, v);
       acc[i][0] += b * d0;
       if (nv > 1) acc[i][1] += b * d1;
     }
     d += pitch;
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
   for (int i = 0; i < mr; ++i) {
     fd_sums_add(sums + i * a->sums_pitch, &acc[i][0]);
-    if (nv > 1) fd_sums_add(sums + i * a->sums_pitch + 8, &acc[i][1]);
+    if (nv > 1) fd_sums_add(sums + i * a->sums_pitch + VL, &acc[i][1]);
   }
 }
 #else
 // Other compilers: the same sums, lane by lane.
 static inline void fd_tile(const fd_tile_args *a, const float *restrict img,
                            const int64_t *restrict roff, const float *restrict dyt,
-                           double *restrict sums, const int mr, const int nv) {
+                           double *restrict sums, const int mr, const int nv,
+                           const int taps3) {
+  (void)taps3;  // the offsets say the same
   float acc[ROWS][COLS] = {{0}};
-  const int width = nv * 8;
+  const int width = nv * VL;
   for (int64_t k = 0; k < a->count; ++k) {
     const float *d = dyt + k * a->pitch;
     for (int i = 0; i < mr; ++i) {
@@ -145,26 +155,48 @@ typedef void (*fd_tile_fn)(const fd_tile_args *a, const float *restrict img,
   static void fd_tile_##mr##_##nv(const fd_tile_args *a, const float *restrict img,        \
                                   const int64_t *restrict roff, const float *restrict dyt, \
                                   double *restrict sums) {                                 \
-    fd_tile(a, img, roff, dyt, sums, mr, nv);                                              \
+    fd_tile(a, img, roff, dyt, sums, mr, nv, 0);                                           \
+  }                                                                                        \
+  static void fd_taps3_##mr##_##nv(const fd_tile_args *a, const float *restrict img,       \
+                                   const int64_t *restrict roff, const float *restrict dyt, \
+                                   double *restrict sums) {                                \
+    fd_tile(a, img, roff, dyt, sums, mr, nv, 1);                                           \
   }
-TSR_CPU_FD_TILE(1, 1)
-TSR_CPU_FD_TILE(2, 1)
-TSR_CPU_FD_TILE(3, 1)
-TSR_CPU_FD_TILE(4, 1)
-TSR_CPU_FD_TILE(5, 1)
-TSR_CPU_FD_TILE(6, 1)
-TSR_CPU_FD_TILE(1, 2)
-TSR_CPU_FD_TILE(2, 2)
-TSR_CPU_FD_TILE(3, 2)
-TSR_CPU_FD_TILE(4, 2)
-TSR_CPU_FD_TILE(5, 2)
-TSR_CPU_FD_TILE(6, 2)
+#define TSR_CPU_FD_TILES(mr) TSR_CPU_FD_TILE(mr, 1) TSR_CPU_FD_TILE(mr, 2)
+TSR_CPU_FD_TILES(1)
+TSR_CPU_FD_TILES(2)
+TSR_CPU_FD_TILES(3)
+TSR_CPU_FD_TILES(4)
+TSR_CPU_FD_TILES(5)
+TSR_CPU_FD_TILES(6)
+#if ROWS > 6
+TSR_CPU_FD_TILES(7)
+TSR_CPU_FD_TILES(8)
+TSR_CPU_FD_TILES(9)
+TSR_CPU_FD_TILES(10)
+TSR_CPU_FD_TILES(11)
+TSR_CPU_FD_TILES(12)
+#endif
+#undef TSR_CPU_FD_TILES
 #undef TSR_CPU_FD_TILE
 
-// [nv - 1][mr - 1]
-static const fd_tile_fn fd_tiles[2][ROWS] = {
-    {fd_tile_1_1, fd_tile_2_1, fd_tile_3_1, fd_tile_4_1, fd_tile_5_1, fd_tile_6_1},
-    {fd_tile_1_2, fd_tile_2_2, fd_tile_3_2, fd_tile_4_2, fd_tile_5_2, fd_tile_6_2}};
+// [taps3][nv - 1][mr - 1]
+#if ROWS == 6
+#define TSR_CPU_FD_ROW(kind, nv)                                                           \
+  {fd_##kind##_1_##nv, fd_##kind##_2_##nv, fd_##kind##_3_##nv, fd_##kind##_4_##nv,         \
+   fd_##kind##_5_##nv, fd_##kind##_6_##nv}
+#elif ROWS == 12
+#define TSR_CPU_FD_ROW(kind, nv)                                                           \
+  {fd_##kind##_1_##nv, fd_##kind##_2_##nv,  fd_##kind##_3_##nv,  fd_##kind##_4_##nv,       \
+   fd_##kind##_5_##nv, fd_##kind##_6_##nv,  fd_##kind##_7_##nv,  fd_##kind##_8_##nv,       \
+   fd_##kind##_9_##nv, fd_##kind##_10_##nv, fd_##kind##_11_##nv, fd_##kind##_12_##nv}
+#else
+#error "conv.h: a register tile of 6 or 12 rows"
+#endif
+static const fd_tile_fn fd_tiles[2][2][ROWS] = {
+    {TSR_CPU_FD_ROW(tile, 1), TSR_CPU_FD_ROW(tile, 2)},
+    {TSR_CPU_FD_ROW(taps3, 1), TSR_CPU_FD_ROW(taps3, 2)}};
+#undef TSR_CPU_FD_ROW
 
 // Transposes output channels [o0, o0 + on) of dy's image |dy| (already at
 // image n), positions [j0, j0 + nc), into dyT [nc][pitch]; columns on..pitch
@@ -239,6 +271,10 @@ static void fd_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_i
   // Image b of a batch starts this far from the first.
   const int64_t image_stride = cv->fd_copy_x ? cv->c * cv->fd_xc : cv->xs[0];
   const int64_t row_step = cv->stride[0] * cv->fd_xh, col_step = cv->stride[1] * cv->fd_xw;
+  // Rows in threes of adjacent x values: 3 taps wide over a unit column
+  // step, and every tile starting at a kw = 0 row (ROWS and the row chunks
+  // are multiples of 3, and K = C * KH * 3).
+  const int taps3 = cv->kw == 3 && cv->dilation[1] * cv->fd_xw == 1 && ROWS % 3 == 0;
   for (int64_t item = begin; item < end; ++item) {
     const int64_t oc = item / cv->fd_r_chunks, rc = item % cv->fd_r_chunks;
     const int64_t o0 = oc * cv->fd_o_chunk, r0 = rc * cv->fd_r_chunk;
@@ -287,10 +323,11 @@ static void fd_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_i
           }
         }
         for (int64_t ob = 0; ob < on; ob += COLS) {
-          const int nv = on - ob > 8 ? 2 : 1;
+          const int nv = on - ob > VL ? 2 : 1;
           for (int64_t rb = 0; rb < rn; rb += ROWS) {
             const int mr = (int)(rn - rb < ROWS ? rn - rb : ROWS);
-            fd_tiles[nv - 1][mr - 1](&a, img, roffs + rb, dyt + ob, sums + rb * pitch + ob);
+            fd_tiles[taps3][nv - 1][mr - 1](&a, img, roffs + rb, dyt + ob,
+                                            sums + rb * pitch + ob);
           }
         }
       }

@@ -5,10 +5,11 @@
 //   yT[p][o] = bias[o] + sum over r = (c, kh, kw) of x[n, c, base(p) + off(r)] * wT[r][o],
 // with base(p) the offset of output position p's window in the image and
 // off(r) the offset of row r within the window (two tables in the slot, so
-// no im2col matrix is built). Register tiles of 6 positions, whose x values
-// are broadcast, by 16 output channels (two vectors of wT, transposed per
-// item into the slot) run over all K = C * KH * KW rows: per row, two wT
-// vectors from L1 and six broadcasts of x feed 12 FMAs into 12 vector
+// no im2col matrix is built). Register tiles of POS positions, whose x
+// values are broadcast, by COLS output channels (two vectors of wT,
+// transposed per item into the slot; conv.h: 6 x 16 with AVX2, 12 x 32 with
+// AVX-512) run over all K = C * KH * KW rows: per row, two wT vectors from
+// L1 and POS broadcasts of x feed 2 * POS FMAs into as many vector
 // accumulators. The tile is then stored into y's rows with the bias added;
 // with padding, x goes through a zero-padded copy of the image first. What
 // limits it is FMA throughput for deep K (the CNN's second layer, K 288),
@@ -41,62 +42,71 @@
 #define TSR_CPU_FW_INLINE inline
 #endif
 
+#define VL TSR_CPU_CONV_VL
+
 #if defined(__GNUC__)
-typedef float fw_f8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float fw_vec __attribute__((vector_size(VL * sizeof(float))));
 
 // Unaligned loads and stores through pointers: a function returning a
-// 32-byte vector changes the ABI without AVX, which -Wpsabi rejects.
-static inline void fw_f8_load(fw_f8 *v, const float *p) { memcpy(v, p, sizeof(*v)); }
-static inline void fw_f8_store(float *p, const fw_f8 *v) { memcpy(p, v, sizeof(*v)); }
+// 32- or 64-byte vector changes the ABI without AVX, which -Wpsabi rejects.
+static inline void fw_vec_load(fw_vec *v, const float *p) { memcpy(v, p, sizeof(*v)); }
+static inline void fw_vec_store(float *p, const fw_vec *v) { memcpy(p, v, sizeof(*v)); }
 
-// One register tile: |mp| positions, whose windows start at |xp[i]|, by
-// |nv| vectors of 8 output channels of |wt| (row pitch |pitch|), over the
-// |k| rows whose offsets in a window are |roff|; the sums go to |out|
-// [POS][COLS]. |mp| and |nv| are constants in every instance below, so the
-// accumulators live in registers (12 of AVX2's 16 for 6 x 2).
+// One register tile: |mp| positions, whose windows start at |xp[i]| (with
+// |row|: at xp[0] + i, consecutive positions of one output row over x's
+// unit column stride), by |nv| vectors of VL output channels of |wt| (row
+// pitch |pitch|), over the |k| rows whose offsets in a window are |roff|;
+// the sums go to |out| [POS][COLS]. |mp|, |nv| and |row| are constants in
+// every instance below, so the accumulators live in registers (2 * POS of
+// them: conv.h). A row tile reads its broadcasts at fixed distances from one
+// pointer; twelve separate window pointers do not fit x86-64's sixteen
+// general registers beside the loop's own, and reloading them from the
+// stack cost the AVX-512 tile a fifth of its speed.
 static TSR_CPU_FW_INLINE void fw_tile(const float *const *xp, const int64_t *restrict roff,
                                       int64_t k, const float *restrict wt, int64_t pitch,
-                                      float *restrict out, const int mp, const int nv) {
-  fw_f8 acc[POS][2];
+                                      float *restrict out, const int mp, const int nv,
+                                      const int row) {
+  fw_vec acc[POS][2];
   const float *xr[POS];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
   for (int i = 0; i < mp; ++i) {
-    acc[i][0] = (fw_f8){0};
-    acc[i][1] = (fw_f8){0};
+    acc[i][0] = (fw_vec){0};
+    acc[i][1] = (fw_vec){0};
     xr[i] = xp[i];
   }
   const float *w = wt;
   for (int64_t r = 0; r < k; ++r) {
-    fw_f8 w0, w1 = {0};
-    fw_f8_load(&w0, w);
-    if (nv > 1) fw_f8_load(&w1, w + 8);
+    fw_vec w0, w1 = {0};
+    fw_vec_load(&w0, w);
+    if (nv > 1) fw_vec_load(&w1, w + VL);
     const int64_t at = roff[r];
-#pragma GCC unroll 6
+    const float *xa = xr[0] + at;
+#pragma GCC unroll 16
     for (int i = 0; i < mp; ++i) {
-      const float v = xr[i][at];
-      const fw_f8 b = {v, v, v, v, v, v, v, v};
+      const float v = row ? xa[i] : xr[i][at];
+      const fw_vec b = TSR_CPU_CONV_SPLAT(fw_vec, v);
       acc[i][0] += b * w0;
       if (nv > 1) acc[i][1] += b * w1;
     }
     w += pitch;
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
   for (int i = 0; i < mp; ++i) {
-    fw_f8_store(out + i * COLS, &acc[i][0]);
-    if (nv > 1) fw_f8_store(out + i * COLS + 8, &acc[i][1]);
+    fw_vec_store(out + i * COLS, &acc[i][0]);
+    if (nv > 1) fw_vec_store(out + i * COLS + VL, &acc[i][1]);
   }
 }
 #else
 // Other compilers: the same sums, lane by lane.
 static inline void fw_tile(const float *const *xp, const int64_t *restrict roff, int64_t k,
                            const float *restrict wt, int64_t pitch, float *restrict out,
-                           const int mp, const int nv) {
+                           const int mp, const int nv, const int row) {
   float acc[POS][COLS] = {{0}};
-  const int width = nv * 8;
+  const int width = nv * VL;
   for (int64_t r = 0; r < k; ++r) {
     const float *w = wt + r * pitch;
     for (int i = 0; i < mp; ++i) {
-      const float b = xp[i][roff[r]];
+      const float b = row ? xp[0][roff[r] + i] : xp[i][roff[r]];
       for (int l = 0; l < width; ++l) acc[i][l] += b * w[l];
     }
   }
@@ -113,26 +123,48 @@ typedef void (*fw_tile_fn)(const float *const *xp, const int64_t *restrict roff,
   static void fw_tile_##mp##_##nv(const float *const *xp, const int64_t *restrict roff,    \
                                   int64_t k, const float *restrict wt, int64_t pitch,      \
                                   float *restrict out) {                                   \
-    fw_tile(xp, roff, k, wt, pitch, out, mp, nv);                                          \
+    fw_tile(xp, roff, k, wt, pitch, out, mp, nv, 0);                                       \
+  }                                                                                        \
+  static void fw_row_##mp##_##nv(const float *const *xp, const int64_t *restrict roff,     \
+                                 int64_t k, const float *restrict wt, int64_t pitch,       \
+                                 float *restrict out) {                                    \
+    fw_tile(xp, roff, k, wt, pitch, out, mp, nv, 1);                                       \
   }
-TSR_CPU_FW_TILE(1, 1)
-TSR_CPU_FW_TILE(2, 1)
-TSR_CPU_FW_TILE(3, 1)
-TSR_CPU_FW_TILE(4, 1)
-TSR_CPU_FW_TILE(5, 1)
-TSR_CPU_FW_TILE(6, 1)
-TSR_CPU_FW_TILE(1, 2)
-TSR_CPU_FW_TILE(2, 2)
-TSR_CPU_FW_TILE(3, 2)
-TSR_CPU_FW_TILE(4, 2)
-TSR_CPU_FW_TILE(5, 2)
-TSR_CPU_FW_TILE(6, 2)
+#define TSR_CPU_FW_TILES(mp) TSR_CPU_FW_TILE(mp, 1) TSR_CPU_FW_TILE(mp, 2)
+TSR_CPU_FW_TILES(1)
+TSR_CPU_FW_TILES(2)
+TSR_CPU_FW_TILES(3)
+TSR_CPU_FW_TILES(4)
+TSR_CPU_FW_TILES(5)
+TSR_CPU_FW_TILES(6)
+#if POS > 6
+TSR_CPU_FW_TILES(7)
+TSR_CPU_FW_TILES(8)
+TSR_CPU_FW_TILES(9)
+TSR_CPU_FW_TILES(10)
+TSR_CPU_FW_TILES(11)
+TSR_CPU_FW_TILES(12)
+#endif
+#undef TSR_CPU_FW_TILES
 #undef TSR_CPU_FW_TILE
 
-// [nv - 1][mp - 1]
-static const fw_tile_fn fw_tiles[2][POS] = {
-    {fw_tile_1_1, fw_tile_2_1, fw_tile_3_1, fw_tile_4_1, fw_tile_5_1, fw_tile_6_1},
-    {fw_tile_1_2, fw_tile_2_2, fw_tile_3_2, fw_tile_4_2, fw_tile_5_2, fw_tile_6_2}};
+// [row][nv - 1][mp - 1]
+#if POS == 6
+#define TSR_CPU_FW_ROW(kind, nv)                                                           \
+  {fw_##kind##_1_##nv, fw_##kind##_2_##nv, fw_##kind##_3_##nv, fw_##kind##_4_##nv,         \
+   fw_##kind##_5_##nv, fw_##kind##_6_##nv}
+#elif POS == 12
+#define TSR_CPU_FW_ROW(kind, nv)                                                           \
+  {fw_##kind##_1_##nv, fw_##kind##_2_##nv,  fw_##kind##_3_##nv,  fw_##kind##_4_##nv,       \
+   fw_##kind##_5_##nv, fw_##kind##_6_##nv,  fw_##kind##_7_##nv,  fw_##kind##_8_##nv,       \
+   fw_##kind##_9_##nv, fw_##kind##_10_##nv, fw_##kind##_11_##nv, fw_##kind##_12_##nv}
+#else
+#error "conv.h: a register tile of 6 or 12 rows"
+#endif
+static const fw_tile_fn fw_tiles[2][2][POS] = {
+    {TSR_CPU_FW_ROW(tile, 1), TSR_CPU_FW_ROW(tile, 2)},
+    {TSR_CPU_FW_ROW(row, 1), TSR_CPU_FW_ROW(row, 2)}};
+#undef TSR_CPU_FW_ROW
 
 typedef struct fw_job {
   const tsr_cpu_conv_plan *cv;
@@ -143,8 +175,8 @@ typedef struct fw_job {
 // Items [begin, end): item = (o_chunk_index * fw_n_chunks + n_chunk_index) *
 // fw_p_chunks + p_chunk_index.
 // The chunk's weights are transposed into wT [K][fd_o_chunk] (zero columns
-// past O), then per image (copied with padding when padded) and block of 16
-// output channels, the register tiles run over the positions in order and
+// past O), then per image (copied with padding when padded) and block of
+// COLS output channels, the register tiles run over the positions in order and
 // are stored into y.
 static void fw_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
   const fw_job *job = arg;
@@ -160,6 +192,8 @@ static void fw_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_i
   float *y = (float *)job->ptrs[cv->has_bias ? 3 : 2];
   const int64_t taps = cv->kh * cv->kw, k = cv->k, pitch = cv->fd_o_chunk;
   const int relu = cv->activation == TSR_ACTIVATION_RELU;
+  // Consecutive positions of an output row are consecutive in x.
+  const int row = cv->stride[1] * cv->fd_xw == 1;
   float out[POS * COLS];
   // Rows' offsets in a window and windows' offsets in the image.
   for (int64_t r = 0; r < k; ++r) {
@@ -199,17 +233,27 @@ static void fw_items_run(void *arg, int64_t begin, int64_t end, int32_t thread_i
       float *yn = y + n * cv->ys[0];
       for (int64_t ob = 0; ob < on; ob += COLS) {
         const int64_t width = on - ob < COLS ? on - ob : COLS;
-        const int nv = width > 8 ? 2 : 1;
+        const int nv = width > VL ? 2 : 1;
         float b[COLS] = {0};
         for (int64_t l = 0; bias != NULL && l < width; ++l) {
           b[l] = bias[(o0 + ob + l) * cv->bias_stride];
         }
         int64_t oh = p_begin / cv->ow, q = p_begin % cv->ow;
-        for (int64_t p0 = p_begin; p0 < p_end; p0 += POS) {
-          const int mp = (int)(p_end - p0 < POS ? p_end - p0 : POS);
+        for (int64_t p0 = p_begin; p0 < p_end;) {
           const float *xp[POS];
-          for (int i = 0; i < mp; ++i) xp[i] = img + base[p0 + i];
-          fw_tiles[nv - 1][mp - 1](xp, roff, k, wt + ob, pitch, out);
+          int mp;
+          if (row) {
+            // The rest of this output row, in tiles of near-equal sizes.
+            const int64_t in_row = cv->ow - q < p_end - p0 ? cv->ow - q : p_end - p0;
+            const int64_t tiles = (in_row + POS - 1) / POS;
+            mp = (int)((in_row + tiles - 1) / tiles);
+            xp[0] = img + base[p0];
+          } else {
+            mp = (int)(p_end - p0 < POS ? p_end - p0 : POS);
+            for (int i = 0; i < mp; ++i) xp[i] = img + base[p0 + i];
+          }
+          fw_tiles[row][nv - 1][mp - 1](xp, roff, k, wt + ob, pitch, out);
+          p0 += mp;
           for (int i = 0; i < mp; ++i) {
             float *dst = yn + (o0 + ob) * cv->ys[1] + oh * cv->ys[2] + q * cv->ys[3];
             const float *src = out + i * COLS;

@@ -219,6 +219,16 @@ static void micro_kernel_update(int64_t kc, const T *restrict a, const T *restri
 #endif
 #endif
 
+#if defined(TSR_CPU_GEMM_GEOMETRY) && !TSR_CPU_GEMM_CONVERTS
+// One full register tile accumulated into C, as the macro-kernel's inner
+// loop runs it: for tsr_cpu_bench_kernels, which times the micro-kernel
+// alone on L1-resident slivers.
+void TSR_CPU_GEMM_FN(tsr_cpu_gemm_tile_accumulate_)(int64_t kc, const T *a, const T *b, T *c,
+                                                   int64_t rs) {
+  micro_kernel_update(kc, a, b, c, rs, (T)1, (T)0, TILE_ACCUMULATE, NULL, 0, 0);
+}
+#endif
+
 // Packs rows [0, mc) and columns [0, kc) of A (element (i, p) at
 // a[i * rs + p * cs]) into MR-row slivers, each kc x MR, zero-padded.
 static void pack_a(const S *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, T *restrict dst) {
@@ -511,16 +521,47 @@ static void naive_run(const tsr_cpu_matmul_plan *mm, const gemm_item *item) {
 }
 
 // One row of A times B with unit column stride (inference at batch 1). The
-// work is streaming B once: each task owns TSR_CPU_GEMV_COLUMNS outputs, kept
-// in an L1-resident accumulator while the rows of B go by, so two threads
-// read disjoint halves of every row. Each output is summed over k in order,
-// so the bits do not depend on the thread count.
-#define TSR_CPU_GEMV_COLUMNS 256
+// work is streaming B once: each task owns mm->gemv_columns outputs (matmul.h
+// says how many), so two threads read disjoint parts of every row. Each
+// output is one multiply-add chain over k in order (every path below: the
+// register blocks, the row-streaming chunks and the scalar tail), so the bits
+// do not depend on the thread count, the chunks or the build.
 
 typedef struct gemm_gemv_job {
   const tsr_cpu_matmul_plan *mm;
   gemm_item item;
 } gemm_gemv_job;
+
+#if defined(__GNUC__) && !TSR_CPU_GEMM_CONVERTS
+// Columns per register block: half the vector registers hold accumulators
+// for the whole of k (256 float32 columns with AVX-512, 64 with AVX2), so a
+// row of B costs its loads and multiply-adds only, not a load and a store
+// of each accumulator as well.
+#define TSR_CPU_GEMV_VECS (TSR_CPU_VEC_REGS / 2)
+#define TSR_CPU_GEMV_BLOCK (TSR_CPU_GEMV_VECS * TSR_CPU_VL)
+
+// out[0, BLOCK) = a (k elements, |a_cs| apart) times rows of b (|b_rs|
+// apart), BLOCK columns from |b|.
+static void gemv_block(const T *restrict a, int64_t a_cs, const T *restrict b, int64_t b_rs,
+                       int64_t k, T *restrict out) {
+  tsr_cpu_vec acc[TSR_CPU_GEMV_VECS];
+  TSR_CPU_UNROLL_FULL for (int v = 0; v < TSR_CPU_GEMV_VECS; ++v) acc[v] = (tsr_cpu_vec){0};
+  for (int64_t p = 0; p < k; ++p) {
+    const T av = a[p * a_cs];
+    const T *restrict row = b + p * b_rs;
+    TSR_CPU_UNROLL_FULL for (int v = 0; v < TSR_CPU_GEMV_VECS; ++v) {
+      tsr_cpu_vec bv;
+      memcpy(&bv, row + v * TSR_CPU_VL, sizeof(bv));
+      acc[v] += av * bv;
+    }
+  }
+  TSR_CPU_UNROLL_FULL for (int v = 0; v < TSR_CPU_GEMV_VECS; ++v) {
+    memcpy(out + v * TSR_CPU_VL, &acc[v], sizeof(acc[v]));
+  }
+}
+#else
+#define TSR_CPU_GEMV_BLOCK TSR_CPU_GEMV_COLUMNS
+#endif
 
 static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index) {
   (void)thread_index;
@@ -528,34 +569,52 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
   const tsr_cpu_matmul_plan *mm = job->mm;
   const gemm_item *it = &job->item;
   const T alpha = (T)mm->alpha, beta = (T)mm->beta;
-  _Alignas(64) T acc[TSR_CPU_GEMV_COLUMNS];
+  _Alignas(64) T acc[TSR_CPU_GEMV_STREAM_COLUMNS];
+  const int64_t width = mm->gemv_columns;
   for (int64_t chunk = begin; chunk < end; ++chunk) {
-    const int64_t j0 = chunk * TSR_CPU_GEMV_COLUMNS;
-    const int64_t nj = mm->n - j0 < TSR_CPU_GEMV_COLUMNS ? mm->n - j0 : TSR_CPU_GEMV_COLUMNS;
-    for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
-    // Eight rows of B per pass over the accumulator: an eighth of the
-    // accumulator's loads and stores per multiply-add (more rows per pass
-    // measured faster for the MLP at batch 1: docs/performance-log.md,
-    // "Measurements behind the code's decisions").
-    int64_t p = 0;
-    for (; p + 8 <= mm->k; p += 8) {
-      T av[8];
-      const S *restrict b[8];
-      for (int r = 0; r < 8; ++r) {
-        av[r] = LOAD(it->a[(p + r) * mm->a_cs]);
-        b[r] = it->b + (p + r) * mm->b_rs + j0;
+    const int64_t j0 = chunk * width;
+    const int64_t nj = mm->n - j0 < width ? mm->n - j0 : width;
+    int64_t jb = 0;
+    if (width > TSR_CPU_GEMV_COLUMNS) {
+      // B is larger than a cache: read its rows from end to end, four at a
+      // time, into accumulators in L1 (one load and store of each per four
+      // rows), as the memory's prefetchers serve best.
+      for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
+      int64_t p = 0;
+      for (; p + 4 <= mm->k; p += 4) {
+        const T a0 = LOAD(it->a[p * mm->a_cs]), a1 = LOAD(it->a[(p + 1) * mm->a_cs]);
+        const T a2 = LOAD(it->a[(p + 2) * mm->a_cs]), a3 = LOAD(it->a[(p + 3) * mm->a_cs]);
+        const S *restrict b0 = it->b + p * mm->b_rs + j0;
+        const S *restrict b1 = b0 + mm->b_rs, *restrict b2 = b1 + mm->b_rs;
+        const S *restrict b3 = b2 + mm->b_rs;
+        for (int64_t j = 0; j < nj; ++j) {
+          T t = acc[j];
+          t += a0 * LOAD(b0[j]);
+          t += a1 * LOAD(b1[j]);
+          t += a2 * LOAD(b2[j]);
+          t += a3 * LOAD(b3[j]);
+          acc[j] = t;
+        }
       }
-      for (int64_t j = 0; j < nj; ++j) {
-        acc[j] += (av[0] * LOAD(b[0][j]) + av[1] * LOAD(b[1][j])) +
-                  (av[2] * LOAD(b[2][j]) + av[3] * LOAD(b[3][j])) +
-                  ((av[4] * LOAD(b[4][j]) + av[5] * LOAD(b[5][j])) +
-                   (av[6] * LOAD(b[6][j]) + av[7] * LOAD(b[7][j])));
+      for (; p < mm->k; ++p) {
+        const T av = LOAD(it->a[p * mm->a_cs]);
+        const S *restrict brow = it->b + p * mm->b_rs + j0;
+        for (int64_t j = 0; j < nj; ++j) acc[j] += av * LOAD(brow[j]);
       }
+      jb = nj;
     }
-    for (; p < mm->k; ++p) {
-      const T av = LOAD(it->a[p * mm->a_cs]);
-      const S *restrict brow = it->b + p * mm->b_rs + j0;
-      for (int64_t j = 0; j < nj; ++j) acc[j] += av * LOAD(brow[j]);
+#if defined(__GNUC__) && !TSR_CPU_GEMM_CONVERTS
+    for (; jb + TSR_CPU_GEMV_BLOCK <= nj; jb += TSR_CPU_GEMV_BLOCK) {
+      gemv_block(it->a, mm->a_cs, it->b + j0 + jb, mm->b_rs, mm->k, acc + jb);
+    }
+#endif
+    if (jb < nj) {
+      for (int64_t j = jb; j < nj; ++j) acc[j] = 0;
+      for (int64_t p = 0; p < mm->k; ++p) {
+        const T av = LOAD(it->a[p * mm->a_cs]);
+        const S *restrict brow = it->b + p * mm->b_rs + j0;
+        for (int64_t j = jb; j < nj; ++j) acc[j] += av * LOAD(brow[j]);
+      }
     }
     S *c = it->c + j0 * mm->c_cs;
     const S *bias = it->bias != NULL ? it->bias + j0 * mm->bias_cs : NULL;
@@ -586,7 +645,7 @@ tsr_status TSR_CPU_GEMM_EXECUTE(const tsr_cpu_matmul_plan *mm, char *const *ptrs
   switch (mode) {
     case TSR_CPU_MATMUL_GEMV: {
       gemm_gemv_job job = {mm, base};
-      const int64_t chunks = (mm->n + TSR_CPU_GEMV_COLUMNS - 1) / TSR_CPU_GEMV_COLUMNS;
+      const int64_t chunks = (mm->n + mm->gemv_columns - 1) / mm->gemv_columns;
       if (mm->gemv_parallel && chunks > 1) {
         const tsr_host_api *host = tsr_cpu_host_get();
         return host->parallel_for(host->ctx, chunks, 1, gemv_run, &job);

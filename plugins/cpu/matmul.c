@@ -169,6 +169,14 @@ static uint64_t tsr_cpu_matmul_blocking_set(tsr_cpu_matmul_plan *mm) {
     // Packing would copy all of B to use each element once: stream it.
     mm->mode = TSR_CPU_MATMUL_GEMV;
     mm->gemv_parallel = threads > 1 && macs >= TSR_CPU_GEMV_PARALLEL_MIN_MACS;
+    mm->gemv_columns = TSR_CPU_GEMV_COLUMNS;
+    if (macs * (double)elem >= TSR_CPU_GEMV_STREAM_MIN_BYTES) {
+      const int64_t share = (mm->n + threads - 1) / threads;
+      const int64_t columns = (share + 63) / 64 * 64;
+      mm->gemv_columns = columns > TSR_CPU_GEMV_STREAM_COLUMNS ? TSR_CPU_GEMV_STREAM_COLUMNS
+                         : columns < TSR_CPU_GEMV_COLUMNS   ? TSR_CPU_GEMV_COLUMNS
+                                                            : columns;
+    }
     return 0;
   }
   if (macs <= TSR_CPU_MATMUL_NAIVE_MAX_MACS) {

@@ -336,6 +336,80 @@ static void test_matmul_results_are_bitwise_identical_on_one_and_two_threads(voi
   assert_int_equal(tt_setup(threads_before), 0);
 }
 
+// a [1, k] @ b[:, :n] on |threads| threads into |result|, from the first n
+// columns of |full| [k, ld] (float32): the engine must be the batch-1 path.
+static void gemv_columns_run(int32_t threads, const float *full, int64_t k, int64_t ld, int64_t n,
+                             const float *a_values, float *result) {
+  assert_int_equal(tt_setup(threads), 0);
+  const int64_t as[] = {1, k}, bs[] = {k, n}, os[] = {1, n};
+  tt_tensor a, b, out;
+  tt_tensor_make(&a, TSR_FLOAT32, 2, as, NULL, 0);
+  tt_tensor_make(&b, TSR_FLOAT32, 2, bs, NULL, 0);
+  tt_tensor_make(&out, TSR_FLOAT32, 2, os, NULL, 0);
+  memcpy(a.base, a_values, sizeof(float) * (size_t)k);
+  for (int64_t p = 0; p < k; ++p) {
+    memcpy((float *)b.base + p * n, full + p * ld, sizeof(float) * (size_t)n);
+  }
+  tt_tensor *in[] = {&a, &b};
+  tt_tensor *outs[] = {&out};
+  const char *engine = NULL;
+  assert_int_equal(tt_run(TSR_OP_MATMUL, NULL, in, 2, outs, 1, &engine), TSR_OK);
+  assert_string_equal(engine, "ref:gemv");
+  memcpy(result, out.base, sizeof(float) * (size_t)n);
+  tt_tensor_free(&a);
+  tt_tensor_free(&b);
+  tt_tensor_free(&out);
+}
+
+// The batch-1 product has three paths: register blocks over the whole of k
+// (B within the caches), row-streaming chunks (B of 4 MiB and more: here
+// 1101 x 1030 float32, 4.3 MiB, k not a multiple of 4) and a scalar tail
+// for the columns past the last block. Each checks against float64 loops,
+// and since each output is one multiply-add chain over k in order on every
+// path, an output's bits are the same whichever path, chunk or thread count
+// computed it.
+static void test_matmul_batch_one_paths_match_loops_and_each_other_bit_for_bit(void **state) {
+  (void)state;
+  int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
+  assert_int_equal(tt_setup(1), 0);
+  matmul_case(TSR_FLOAT32, 1, 1030, 1101, "ref:gemv");
+  matmul_case(TSR_FLOAT64, 1, 1030, 1101, "ref:gemv");
+  matmul_case(TSR_BFLOAT16, 1, 1030, 1101, "ref:gemv");
+  matmul_case(TSR_FLOAT32, 1, 600, 300, "ref:gemv");
+  matmul_case(TSR_FLOAT64, 1, 600, 300, "ref:gemv");
+  const int64_t k = 1101, ld = 1030;
+  float *full = malloc(sizeof(float) * (size_t)(k * ld));
+  float *a = malloc(sizeof(float) * (size_t)k);
+  float *wide = malloc(sizeof(float) * (size_t)ld), *wide2 = malloc(sizeof(float) * (size_t)ld);
+  float *narrow = malloc(sizeof(float) * (size_t)ld);
+  assert_non_null(full);
+  assert_non_null(a);
+  assert_non_null(wide);
+  assert_non_null(wide2);
+  assert_non_null(narrow);
+  uint64_t state_bits = 12345;
+  for (int64_t i = 0; i < k * ld; ++i) {
+    state_bits = state_bits * 6364136223846793005ULL + 1442695040888963407ULL;
+    full[i] = (float)((double)(state_bits >> 40) / (double)(1 << 24) - 0.5);
+  }
+  for (int64_t p = 0; p < k; ++p) a[p] = (float)(p % 13) * 0.125f - 0.75f;
+  gemv_columns_run(1, full, k, ld, ld, a, wide);    // row streaming, one chunk
+  gemv_columns_run(2, full, k, ld, ld, a, wide2);   // row streaming, two chunks
+  assert_memory_equal(wide, wide2, sizeof(float) * (size_t)ld);
+  gemv_columns_run(1, full, k, ld, 512, a, narrow);  // register blocks
+  assert_memory_equal(wide, narrow, sizeof(float) * 512);
+  gemv_columns_run(2, full, k, ld, 300, a, narrow);  // blocks and the scalar tail
+  assert_memory_equal(wide, narrow, sizeof(float) * 300);
+  gemv_columns_run(1, full, k, ld, 40, a, narrow);  // the scalar tail alone
+  assert_memory_equal(wide, narrow, sizeof(float) * 40);
+  free(full);
+  free(a);
+  free(wide);
+  free(wide2);
+  free(narrow);
+  assert_int_equal(tt_setup(threads_before), 0);
+}
+
 // Linear's three products at sizes that split C over two threads: the
 // forward x @ w^T (B with contiguous columns: packed by transposes), the
 // weight gradient g^T @ x (A with contiguous columns) and the input
@@ -446,6 +520,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_with_empty_k_gives_bias_plus_beta_out),
       cmocka_unit_test(test_matmul_large_and_batched_cases_match_on_the_pool),
       cmocka_unit_test(test_matmul_results_are_bitwise_identical_on_one_and_two_threads),
+      cmocka_unit_test(test_matmul_batch_one_paths_match_loops_and_each_other_bit_for_bit),
       cmocka_unit_test(test_matmul_linear_layouts_split_over_threads_match_loops_and_one_thread),
       cmocka_unit_test(test_matmul_rejects_bad_signatures_with_a_message),
   };

@@ -114,6 +114,7 @@ typedef struct tsr_cpu_matmul_plan {
   int32_t has_bias;
   int32_t mode;           // tsr_cpu_matmul_mode
   int32_t gemv_parallel;  // GEMV: split N across threads
+  int64_t gemv_columns;   // GEMV: outputs per task (matmul.h)
   double alpha, beta;
   int64_t m, n, k;
   int32_t batch_ndim;
