@@ -325,6 +325,14 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
                             ? TSR_ONEDNN_SELECT_LONG_BUDGET_S
                             : TSR_ONEDNN_SELECT_BUDGET_S;
   const int settle = budget == TSR_ONEDNN_SELECT_LONG_BUDGET_S && round_cost < 4 * budget / 10;
+  const int32_t min_rounds =
+      settle ? TSR_ONEDNN_SELECT_LONG_MIN_ROUNDS : TSR_ONEDNN_SELECT_MIN_ROUNDS;
+  for (int32_t w = 1; settle && w < TSR_ONEDNN_SELECT_LONG_WARMUPS; ++w) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (alive[i] && timed_run(run, arg, i) < 0.0)
+        alive[i] = 0;
+    }
+  }
   int32_t rounds = 0, best = def, separated = 0;
   while (rounds < TSR_ONEDNN_SELECT_MAX_ROUNDS) {
     // Alternate the order, so neither candidate always runs on caches the
@@ -363,7 +371,7 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
     }
     // Separated: the fastest's median is more than a tie below every other
     // candidate's, and below three quarters of each one's runs.
-    separated = rounds >= TSR_ONEDNN_SELECT_MIN_ROUNDS;
+    separated = rounds >= min_rounds;
     for (int32_t i = 0; i < n && separated; ++i) {
       if (alive[i] && i != best &&
           !(medians[best] < lower_quartile_of(samples[i], rounds) &&
@@ -373,7 +381,7 @@ tsr_status tsr_onednn_select_measure(const tsr_onednn_select_class *cls,
     // The budget ends the rounds only after the first few: fewer say
     // nothing on a busy machine.
     if (separated ||
-        (rounds >= TSR_ONEDNN_SELECT_MIN_ROUNDS && spent >= budget))
+        (rounds >= min_rounds && spent >= budget))
       break;
   }
   if (!alive[def]) {

@@ -46,6 +46,16 @@
 // Rounds before the medians may count as separated, and at most.
 #define TSR_ONEDNN_SELECT_MIN_ROUNDS 3
 #define TSR_ONEDNN_SELECT_MAX_ROUNDS 25
+// In a class with untimed runs before each timed one (above): untimed
+// warm-up runs of each candidate before the first round, and the rounds
+// before the medians may count as separated. dnnl_sgemm on a 1024^3 product
+// ran its first three or four calls of a process 5-10% slower than the
+// rest (it allocates its packing buffers per call, and the C library's
+// allocator settles on reusing them only after a few): with one warm-up and
+// three rounds, two of six fresh processes picked oneDNN's primitive,
+// which ran 3-5% slower than dnnl_sgemm's settled calls.
+#define TSR_ONEDNN_SELECT_LONG_WARMUPS 4
+#define TSR_ONEDNN_SELECT_LONG_MIN_ROUNDS 5
 
 // Where a plan's choice came from; shown in its engine name (" [default]",
 // " [cache]", " [measured]").
