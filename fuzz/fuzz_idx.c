@@ -4,55 +4,16 @@
 // image/label pair whose counts are compared, as tsr_dataset_idx_open does.
 //
 // The parser is compiled into this target, so the fuzzer's coverage and
-// sanitizers see it (libtessera is built without them). zlib comes from the
-// libz that libtessera already loads, through dlopen: a target links only
-// libtessera.
-#include <dlfcn.h>
+// sanitizers see it (libtessera is built without them). zlib comes through
+// fuzz_zlib.h.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "tessera/tessera.h"
 
-typedef struct fuzz_zlib {
-  int (*inflate_init2)(z_streamp, int, const char *, int);
-  int (*inflate)(z_streamp, int);
-  int (*inflate_end)(z_streamp);
-  int (*inflate_reset)(z_streamp);
-} fuzz_zlib;
-
-static fuzz_zlib *zlib_get(void) {
-  static fuzz_zlib z;
-  if (z.inflate == NULL) {
-    void *lib = dlopen("libz.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (lib == NULL) {
-      fprintf(stderr, "fuzz_idx: cannot load libz.so.1: %s\n", dlerror());
-      abort();
-    }
-    z.inflate_init2 = (int (*)(z_streamp, int, const char *, int))dlsym(lib, "inflateInit2_");
-    z.inflate = (int (*)(z_streamp, int))dlsym(lib, "inflate");
-    z.inflate_end = (int (*)(z_streamp))dlsym(lib, "inflateEnd");
-    z.inflate_reset = (int (*)(z_streamp))dlsym(lib, "inflateReset");
-    if (!z.inflate_init2 || !z.inflate || !z.inflate_end || !z.inflate_reset)
-      abort();
-  }
-  return &z;
-}
-
-static int fuzz_inflateInit2_(z_streamp s, int bits, const char *version, int size) {
-  return zlib_get()->inflate_init2(s, bits, version, size);
-}
-static int fuzz_inflate(z_streamp s, int flush) {
-  return zlib_get()->inflate(s, flush);
-}
-static int fuzz_inflateEnd(z_streamp s) {
-  return zlib_get()->inflate_end(s);
-}
-static int fuzz_inflateReset(z_streamp s) {
-  return zlib_get()->inflate_reset(s);
-}
+#include "fuzz_zlib.h"
 
 #define TSR_IDX_ZLIB(name) fuzz_##name
 #include "data/idx_parse.c"

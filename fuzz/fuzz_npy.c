@@ -4,52 +4,13 @@
 // message; never crash, leak, hang or read out of bounds.
 //
 // The parser is compiled into this target, so the fuzzer's coverage and
-// sanitizers see it. zlib comes from the libz that libtessera already
-// loads, through dlopen: a target links only libtessera.
-#include <dlfcn.h>
+// sanitizers see it. zlib comes through fuzz_zlib.h.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-typedef struct fuzz_zlib {
-  int (*inflate_init2)(z_streamp, int, const char *, int);
-  int (*inflate)(z_streamp, int);
-  int (*inflate_end)(z_streamp);
-  uLong (*crc32)(uLong, const Bytef *, uInt);
-} fuzz_zlib;
-
-static fuzz_zlib *zlib_get(void) {
-  static fuzz_zlib z;
-  if (z.inflate == NULL) {
-    void *lib = dlopen("libz.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (lib == NULL) {
-      fprintf(stderr, "fuzz_npy: cannot load libz.so.1: %s\n", dlerror());
-      abort();
-    }
-    z.inflate_init2 = (int (*)(z_streamp, int, const char *, int))dlsym(lib, "inflateInit2_");
-    z.inflate = (int (*)(z_streamp, int))dlsym(lib, "inflate");
-    z.inflate_end = (int (*)(z_streamp))dlsym(lib, "inflateEnd");
-    z.crc32 = (uLong(*)(uLong, const Bytef *, uInt))dlsym(lib, "crc32");
-    if (!z.inflate_init2 || !z.inflate || !z.inflate_end || !z.crc32)
-      abort();
-  }
-  return &z;
-}
-
-static int fuzz_inflateInit2_(z_streamp s, int bits, const char *version, int size) {
-  return zlib_get()->inflate_init2(s, bits, version, size);
-}
-static int fuzz_inflate(z_streamp s, int flush) {
-  return zlib_get()->inflate(s, flush);
-}
-static int fuzz_inflateEnd(z_streamp s) {
-  return zlib_get()->inflate_end(s);
-}
-static uLong fuzz_crc32(uLong crc, const Bytef *buf, uInt len) {
-  return zlib_get()->crc32(crc, buf, len);
-}
+#include "fuzz_zlib.h"
 
 #define TSR_NPY_ZLIB(name) fuzz_##name
 #include "io/npy_parse.c"
