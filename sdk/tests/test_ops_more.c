@@ -25,50 +25,13 @@
 #include "tessera/tessera.h"
 #include "test_support.h"
 #include "device_fixture.h"
+#include "device_tensors.h"
 
 
 
 #define F32_TOL 2e-5
 
 // --- helpers ----------------------------------------------------------------
-
-static double *dalloc(int64_t n) {
-  double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
-  assert_non_null(p);
-  return p;
-}
-
-static tsr_tensor *make_on(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
-                           const int64_t *sizes, const double *values) {
-  tsr_tensor *t = ts_tensor(device, dtype, rank, sizes, values);
-  TS_ASSERT_TENSOR(t);
-  return t;
-}
-
-static tsr_tensor *make(tsr_dtype_t dtype, int32_t rank, const int64_t *sizes,
-                        const double *values) {
-  return make_on(g_device, dtype, rank, sizes, values);
-}
-
-// A tensor of |sizes| with deterministic values in [lo, hi); the values (as
-// the device holds them) go to |out_values| when it is not NULL.
-static tsr_tensor *make_random_on(tsr_device *device, tsr_dtype_t dtype, int32_t rank,
-                                  const int64_t *sizes, uint64_t seed, double lo, double hi,
-                                  double *out_values) {
-  int64_t n = orc_numel(rank, sizes);
-  double *v = out_values != NULL ? out_values : dalloc(n);
-  ts_rng rng = {seed};
-  ts_rng_fill(&rng, dtype, lo, hi, v, n);
-  tsr_tensor *t = make_on(device, dtype, rank, sizes, v);
-  if (out_values == NULL)
-    free(v);
-  return t;
-}
-
-static tsr_tensor *make_random(tsr_dtype_t dtype, int32_t rank, const int64_t *sizes, uint64_t seed,
-                               double *out_values) {
-  return make_random_on(g_device, dtype, rank, sizes, seed, -1.0, 1.0, out_values);
-}
 
 static void expect_shape(const char *what, const tsr_tensor *t, int32_t rank,
                          const int64_t *sizes) {
