@@ -72,7 +72,7 @@ static TSR_CPU_FW_INLINE void fw_tile(const float *const *xp, const int64_t *res
   for (int i = 0; i < mp; ++i) {
     acc[i][0] = (fw_vec){0};
     acc[i][1] = (fw_vec){0};
-    xr[i] = xp[i];
+    xr[i] = row ? xp[0] : xp[i];  // a row tile's caller sets xp[0] only
   }
   const float *w = wt;
   for (int64_t r = 0; r < k; ++r) {
