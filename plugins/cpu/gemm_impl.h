@@ -523,9 +523,9 @@ static void naive_run(const tsr_cpu_matmul_plan *mm, const gemm_item *item) {
 // One row of A times B with unit column stride (inference at batch 1). The
 // work is streaming B once: each task owns mm->gemv_columns outputs (matmul.h
 // says how many), so two threads read disjoint parts of every row. Each
-// output is one multiply-add chain over k in order (every path below: the
-// register blocks, the row-streaming chunks and the scalar tail), so the bits
-// do not depend on the thread count, the chunks or the build.
+// output is one multiply-add chain over k in order (both paths below: the
+// register blocks and the row-streaming loop), so the bits do not depend on
+// the thread count, the chunks or the build.
 
 typedef struct gemm_gemv_job {
   const tsr_cpu_matmul_plan *mm;
@@ -575,11 +575,19 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
     const int64_t j0 = chunk * width;
     const int64_t nj = mm->n - j0 < width ? mm->n - j0 : width;
     int64_t jb = 0;
-    if (width > TSR_CPU_GEMV_COLUMNS) {
-      // B is larger than a cache: read its rows from end to end, four at a
+#if defined(__GNUC__) && !TSR_CPU_GEMM_CONVERTS
+    // B within the caches: register blocks over the whole of k.
+    for (; width <= TSR_CPU_GEMV_COLUMNS && jb + TSR_CPU_GEMV_BLOCK <= nj;
+         jb += TSR_CPU_GEMV_BLOCK) {
+      gemv_block(it->a, mm->a_cs, it->b + j0 + jb, mm->b_rs, mm->k, acc + jb);
+    }
+#endif
+    if (jb < nj) {
+      // The other columns (all of them when B is larger than a cache, or the
+      // operands are converted): B's rows read from end to end, four at a
       // time, into accumulators in L1 (one load and store of each per four
       // rows), as the memory's prefetchers serve best.
-      for (int64_t j = 0; j < nj; ++j) acc[j] = 0;
+      for (int64_t j = jb; j < nj; ++j) acc[j] = 0;
       int64_t p = 0;
       for (; p + 4 <= mm->k; p += 4) {
         const T a0 = LOAD(it->a[p * mm->a_cs]), a1 = LOAD(it->a[(p + 1) * mm->a_cs]);
@@ -587,7 +595,7 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
         const S *restrict b0 = it->b + p * mm->b_rs + j0;
         const S *restrict b1 = b0 + mm->b_rs, *restrict b2 = b1 + mm->b_rs;
         const S *restrict b3 = b2 + mm->b_rs;
-        for (int64_t j = 0; j < nj; ++j) {
+        for (int64_t j = jb; j < nj; ++j) {
           T t = acc[j];
           t += a0 * LOAD(b0[j]);
           t += a1 * LOAD(b1[j]);
@@ -597,20 +605,6 @@ static void gemv_run(void *arg, int64_t begin, int64_t end, int32_t thread_index
         }
       }
       for (; p < mm->k; ++p) {
-        const T av = LOAD(it->a[p * mm->a_cs]);
-        const S *restrict brow = it->b + p * mm->b_rs + j0;
-        for (int64_t j = 0; j < nj; ++j) acc[j] += av * LOAD(brow[j]);
-      }
-      jb = nj;
-    }
-#if defined(__GNUC__) && !TSR_CPU_GEMM_CONVERTS
-    for (; jb + TSR_CPU_GEMV_BLOCK <= nj; jb += TSR_CPU_GEMV_BLOCK) {
-      gemv_block(it->a, mm->a_cs, it->b + j0 + jb, mm->b_rs, mm->k, acc + jb);
-    }
-#endif
-    if (jb < nj) {
-      for (int64_t j = jb; j < nj; ++j) acc[j] = 0;
-      for (int64_t p = 0; p < mm->k; ++p) {
         const T av = LOAD(it->a[p * mm->a_cs]);
         const S *restrict brow = it->b + p * mm->b_rs + j0;
         for (int64_t j = jb; j < nj; ++j) acc[j] += av * LOAD(brow[j]);

@@ -361,13 +361,13 @@ static void gemv_columns_run(int32_t threads, const float *full, int64_t k, int6
   tt_tensor_free(&out);
 }
 
-// The batch-1 product has three paths: register blocks over the whole of k
-// (B within the caches), row-streaming chunks (B of 4 MiB and more: here
-// 1101 x 1030 float32, 4.3 MiB, k not a multiple of 4) and a scalar tail
-// for the columns past the last block. Each checks against float64 loops,
-// and since each output is one multiply-add chain over k in order on every
-// path, an output's bits are the same whichever path, chunk or thread count
-// computed it.
+// The batch-1 product has two paths: register blocks over the whole of k
+// (B within the caches) and a loop reading B's rows end to end, four at a
+// time (B of 4 MiB and more, here 1101 x 1030 float32, 4.3 MiB, k not a
+// multiple of 4; and the columns past the last register block). Each checks
+// against float64 loops, and since each output is one multiply-add chain
+// over k in order on both paths, an output's bits are the same whichever
+// path, chunk or thread count computed it.
 static void test_matmul_batch_one_paths_match_loops_and_each_other_bit_for_bit(void **state) {
   (void)state;
   int32_t threads_before = tsr_test_host_get()->thread_count(NULL);
@@ -398,9 +398,9 @@ static void test_matmul_batch_one_paths_match_loops_and_each_other_bit_for_bit(v
   assert_memory_equal(wide, wide2, sizeof(float) * (size_t)ld);
   gemv_columns_run(1, full, k, ld, 512, a, narrow);  // register blocks
   assert_memory_equal(wide, narrow, sizeof(float) * 512);
-  gemv_columns_run(2, full, k, ld, 300, a, narrow);  // blocks and the scalar tail
+  gemv_columns_run(2, full, k, ld, 300, a, narrow);  // a block and 44 row-read columns
   assert_memory_equal(wide, narrow, sizeof(float) * 300);
-  gemv_columns_run(1, full, k, ld, 40, a, narrow);  // the scalar tail alone
+  gemv_columns_run(1, full, k, ld, 40, a, narrow);  // row reads alone, B in cache
   assert_memory_equal(wide, narrow, sizeof(float) * 40);
   free(full);
   free(a);

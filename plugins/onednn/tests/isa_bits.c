@@ -2,7 +2,7 @@
 // kernels whose register tiles differ between the plugin's builds of them
 // (TSR_ONEDNN_ISA: avx2, avx512): the direct conv forward (row tiles), the
 // direct filter gradient (threes of taps) and the batch-1 product (register
-// blocks, the scalar tail, row streaming). ctest runs it once per build and
+// blocks, and rows read end to end). ctest runs it once per build and
 // compares the lines: the kernels sum each output in the same order in
 // every build, so the bits must agree. Exits 1 when an op fails or does not
 // run on an own kernel (TSR_ONEDNN_SELECT=default keeps the cold routes,
