@@ -10,23 +10,8 @@
 #include <time.h>
 
 #include "tessera/ops.h"
+#include "bench_clock.h"
 #include "test_host.h"
-
-static double clock_s(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
-// CPU time of all threads: on a shared machine it leaves out the time this
-// process waited for a core, so it shows the kernel's own speed when wall
-// time cannot.
-static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static tsr_tensor_desc desc_make(const tsr_plugin_api *api, int64_t n0, int64_t n1, int64_t n2,
                                  int64_t n3) {

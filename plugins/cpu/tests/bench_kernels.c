@@ -23,16 +23,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fma_peak.h"
 #include "matmul.h"
 #include "tessera/ops.h"
 #include "test_host.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // Seconds per call of |fn(arg)|: batches of calls of about 20 ms, the best
 // of |batches|.
