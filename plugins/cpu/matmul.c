@@ -170,7 +170,8 @@ static uint64_t tsr_cpu_matmul_blocking_set(tsr_cpu_matmul_plan *mm) {
     mm->mode = TSR_CPU_MATMUL_GEMV;
     mm->gemv_parallel = threads > 1 && macs >= TSR_CPU_GEMV_PARALLEL_MIN_MACS;
     mm->gemv_columns = TSR_CPU_GEMV_COLUMNS;
-    if (macs * (double)elem >= TSR_CPU_GEMV_STREAM_MIN_BYTES) {
+    // B's bytes as stored (2 each for the half types, which compute in float32).
+    if (macs * (double)tsr_dtype_size(mm->dtype) >= TSR_CPU_GEMV_STREAM_MIN_BYTES) {
       const int64_t share = (mm->n + threads - 1) / threads;
       const int64_t columns = (share + 63) / 64 * 64;
       mm->gemv_columns = columns > TSR_CPU_GEMV_STREAM_COLUMNS ? TSR_CPU_GEMV_STREAM_COLUMNS
